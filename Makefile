@@ -69,7 +69,9 @@ FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h tests/*/*.h tests/fakes/*.c fuzz
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz
 
-all: $(SANDBOXD) $(SANDBOXCTL)
+BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL))
+
+all: $(BINS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -98,14 +100,18 @@ check: unit-check integration-check
 unit-check: $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
 
-integration-check: $(SANDBOXD) $(SANDBOXCTL)
+integration-check: $(BINS)
 	SANDBOXD_BIN=$(abspath $(SANDBOXD)) SANDBOXCTL_BIN=$(abspath $(SANDBOXCTL)) \
 		/usr/bin/python3 tests/integration/run.py $(TESTS)
+	SANDBOXD_BIN=$(abspath $(SANDBOXD)) sh tests/integration/systemd_verify.sh
+	sh tests/integration/install_layout.sh
 
-bench: $(BENCH_BIN) $(SANDBOXD) $(SANDBOXCTL)
+bench: $(BENCH_BIN) $(BINS)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; SANDBOXD_BIN=$(abspath $(SANDBOXD)) $$b; done
 
-install: $(SANDBOXD) $(SANDBOXCTL)
+instBINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL))
+
+all: $(BINS)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $(SANDBOXD) $(DESTDIR)$(SBINDIR)/sandboxd
 	install -m 0755 $(SANDBOXCTL) $(DESTDIR)$(BINDIR)/sandboxctl

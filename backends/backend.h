@@ -45,15 +45,15 @@ struct backend_resources {
 
 /* sandbox.create, validated and merged with defaults by the daemon. */
 struct sandbox_spec {
-        const char *id;        /* "sbx_…" */
-        const char *name;      /* unique per owner */
-        const char *image;     /* may be NULL */
-        const char *workdir;   /* may be NULL: backend default */
-        const char *network;   /* "none" | "bridge" | "host" | NULL (backend default) */
-        json_t *env;           /* object of strings, borrowed, never NULL */
-        json_t *labels;        /* object of strings, borrowed, never NULL */
-        json_t *mounts;        /* array, borrowed, never NULL */
-        json_t *section;       /* the backend's own section ("docker": {...}), borrowed, may be NULL */
+        const char *id;      /* "sbx_…" */
+        const char *name;    /* unique per owner */
+        const char *image;   /* may be NULL */
+        const char *workdir; /* may be NULL: backend default */
+        const char *network; /* "none" | "bridge" | "host" | NULL (backend default) */
+        json_t *env;         /* object of strings, borrowed, never NULL */
+        json_t *labels;      /* object of strings, borrowed, never NULL */
+        json_t *mounts;      /* array, borrowed, never NULL */
+        json_t *section; /* the backend's own section ("docker": {...}), borrowed, may be NULL */
         struct backend_resources res;
         const char *state_dir; /* this sandbox's private directory on the host (exists, 0700) */
         const struct backend_identity *owner;
@@ -61,12 +61,12 @@ struct sandbox_spec {
 
 /* What a backend reports about a created sandbox. */
 struct sandbox_info {
-        char *workdir;        /* new; effective working directory */
-        char *image;          /* new; may be NULL */
-        bool host_access;     /* does anything from the host show inside */
-        json_t *enforced;     /* new; object: limit name -> mechanism ("cgroup", "rlimit", …)
-                                 or null when requested but not enforceable; may be NULL */
-        json_t *details;      /* new; backend-specific extra fields; may be NULL */
+        char *workdir;    /* new; effective working directory */
+        char *image;      /* new; may be NULL */
+        bool host_access; /* does anything from the host show inside */
+        json_t *enforced; /* new; object: limit name -> mechanism ("cgroup", "rlimit", …)
+                             or null when requested but not enforceable; may be NULL */
+        json_t *details;  /* new; backend-specific extra fields; may be NULL */
 };
 
 enum backend_stream {
@@ -76,16 +76,16 @@ enum backend_stream {
 
 /* One exec, fully resolved by the daemon. */
 struct exec_spec {
-        const char *exec_id;     /* "p_…" */
-        char *const *argv;       /* NULL-terminated; for command execs see shell_* below */
-        char *const *envp;       /* NULL-terminated "K=V", complete (no inheritance) */
-        const char *cwd;         /* absolute, may be NULL: sandbox workdir */
+        const char *exec_id; /* "p_…" */
+        char *const *argv;   /* NULL-terminated; for command execs see shell_* below */
+        char *const *envp;   /* NULL-terminated "K=V", complete (no inheritance) */
+        const char *cwd;     /* absolute, may be NULL: sandbox workdir */
         bool pty;
         unsigned short pty_rows, pty_cols;
-        bool stdin_open;         /* keep stdin open for process.write */
-        const void *stdin_data;  /* initial stdin bytes (closed after unless stdin_open) */
+        bool stdin_open;        /* keep stdin open for process.write */
+        const void *stdin_data; /* initial stdin bytes (closed after unless stdin_open) */
         size_t stdin_len;
-        bool merge_stderr;       /* stderr goes to the stdout stream */
+        bool merge_stderr; /* stderr goes to the stdout stream */
         /* Shell-state capture: when non-NULL the exec is `command` run through the shell
          * wrapper (backends/shell.h); the backend makes state_path writable for the child and
          * hands the file's content back in exec_exit.state. */
@@ -95,10 +95,10 @@ struct exec_spec {
 
 /* How an exec ended. */
 struct exec_exit {
-        int exit_code;      /* valid when signal == 0 */
-        int signal;         /* terminating signal number, 0 if exited normally */
-        bool oom_killed;    /* the kernel killed it for memory */
-        const char *state;  /* shell state captured by the wrapper, borrowed, may be NULL */
+        int exit_code;     /* valid when signal == 0 */
+        int signal;        /* terminating signal number, 0 if exited normally */
+        bool oom_killed;   /* the kernel killed it for memory */
+        const char *state; /* shell state captured by the wrapper, borrowed, may be NULL */
         size_t state_len;
 };
 
@@ -119,8 +119,8 @@ typedef void (*backend_done_cb)(void *ctx, const struct sbx_error *err);
 /* kill_tree completion: survivors is how many processes of the tree are still alive. */
 typedef void (*backend_kill_cb)(void *ctx, int survivors, const struct sbx_error *err);
 /* file_read completion: data borrowed for the call; size is the file's total size. */
-typedef void (*backend_read_cb)(void *ctx, const char *data, size_t len, uint64_t size,
-                                bool eof, const struct sbx_error *err);
+typedef void (*backend_read_cb)(void *ctx, const char *data, size_t len, uint64_t size, bool eof,
+                                const struct sbx_error *err);
 /* Progress notification while creating (image pull, …). */
 typedef void (*backend_progress_cb)(void *ctx, const char *phase, const char *message,
                                     int64_t current, int64_t total);
@@ -161,8 +161,8 @@ struct backend_ops {
         /* Starts an exec. On success *ret holds the handle and cbs will be called later; on
          * failure (bad cwd, no such program, …) returns negative errno and sets err. */
         int (*exec_start)(struct backend_sandbox *bsb, const struct exec_spec *spec,
-                          const struct backend_exec_cbs *cbs, void *ctx,
-                          struct backend_proc **ret, struct sbx_error *err);
+                          const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                          struct sbx_error *err);
         /* Queues stdin bytes; eof closes stdin after them. Fails with -EPIPE if closed. */
         int (*exec_write)(struct backend_proc *p, const void *data, size_t len, bool eof);
         /* Sends sig to the exec's whole process tree. */

@@ -1,8 +1,9 @@
 /* error.c — client-visible error objects. */
+#include "protocol/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "protocol/error.h"
 #include "protocol/util.h"
 
 static void
@@ -92,7 +93,8 @@ sbx_error_backend(struct sbx_error *err, const char *backend, const char *fmt, .
         if (vasprintf(&detail, fmt, ap) < 0)
                 abort();
         va_end(ap);
-        sbx_error_set(err, SBX_E_BACKEND, json_pack("{s:s,s:s}", "backend", backend, "detail", detail),
+        sbx_error_set(err, SBX_E_BACKEND,
+                      json_pack("{s:s,s:s}", "backend", backend, "detail", detail),
                       "%s backend: %s", backend, detail);
         free(detail);
 }

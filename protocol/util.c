@@ -1,4 +1,6 @@
 /* util.c — aborting allocators, byte buffers, clocks, random ids. */
+#include "protocol/util.h"
+
 #include <sys/random.h>
 
 #include <jansson.h>
@@ -6,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "protocol/util.h"
 
 static void
 util_oom(size_t n)

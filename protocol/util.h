@@ -8,8 +8,16 @@
 #include <stdint.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MIN(a, b)     ((a) < (b) ? (a) : (b))
-#define MAX(a, b)     ((a) > (b) ? (a) : (b))
+/* <sys/param.h> (pulled in by uv.h) defines MIN/MAX too: take its definitions whatever the
+ * include order. */
+#include <sys/param.h>
+
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef MAX
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 
 /* Allocators: abort with a message on OOM, never return NULL (new). */
 void *xmalloc(size_t n);

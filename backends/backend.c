@@ -1,0 +1,59 @@
+/* backend.c — the backend registry, and placeholders that fail closed for backends this build
+ * does not implement yet (they are never replaced by another backend). */
+#include "backends/backend.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
+#define UNAVAILABLE_HINT   "use backend \"local\" or \"docker\"; this backend is on the roadmap"
+
+static void
+unavailable_probe(void *ctx, backend_probe_cb cb)
+{
+        cb(ctx, false, UNAVAILABLE_REASON, UNAVAILABLE_HINT, NULL);
+}
+
+static void
+unavailable_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
+                   backend_create_cb cb)
+{
+        struct sbx_error err = {0};
+
+        sbx_error_set(&err, SBX_E_BACKEND_UNAVAILABLE,
+                      json_pack("{s:s,s:s,s:s}", "backend", "unavailable", "reason",
+                                UNAVAILABLE_REASON, "hint", UNAVAILABLE_HINT),
+                      "backend unavailable: %s", UNAVAILABLE_REASON);
+        cb(ctx, NULL, NULL, &err);
+        sbx_error_clear(&err);
+}
+
+#define UNAVAILABLE_OPS(var, label)                                                                \
+        static const struct backend_ops var = {                                                    \
+                .name = label, .probe = unavailable_probe, .create = unavailable_create}
+
+UNAVAILABLE_OPS(ssh_ops, "ssh");
+UNAVAILABLE_OPS(singularity_ops, "singularity");
+UNAVAILABLE_OPS(modal_ops, "modal");
+UNAVAILABLE_OPS(daytona_ops, "daytona");
+
+static const struct backend_ops *const backend_table[] = {
+        &local_backend_ops, &ssh_ops, &singularity_ops, &modal_ops, &daytona_ops, NULL,
+};
+
+/* Finds a backend by name. */
+const struct backend_ops *
+backend_lookup(const char *name)
+{
+        for (size_t i = 0; backend_table[i]; i++)
+                if (!strcmp(backend_table[i]->name, name))
+                        return backend_table[i];
+        return NULL;
+}
+
+/* All backends. */
+const struct backend_ops *const *
+backend_all(void)
+{
+        return backend_table;
+}

@@ -1,0 +1,790 @@
+/* local.c — the local backend: processes on the host, as the caller, each in its own session,
+ * with per-sandbox cgroups where the machine allows and rlimits otherwise. */
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/cgroup.h"
+#include "backends/spawn.h"
+#include "protocol/list.h"
+#include "protocol/util.h"
+
+#define LOCAL_READ_BUF     (64 * 1024)
+#define LOCAL_STATE_MAX    (1u << 20)
+#define LOCAL_FILE_MAX     (64u << 20)
+#define LOCAL_KILL_POLL_MS 20
+
+struct backend_sandbox {
+        char *workdir;
+        struct cgroup *cg;
+        struct spawn_limits limits;
+        bool use_limits;
+        struct backend_identity who;
+};
+
+struct local_pipe {
+        uv_pipe_t h;
+        struct backend_proc *p;
+        int stream; /* 0 stdout, 1 stderr, -1 stdin */
+        bool open;
+        char buf[LOCAL_READ_BUF];
+};
+
+struct local_kill {
+        struct list node;
+        struct backend_proc *p;
+        uv_timer_t timer;
+        uint64_t deadline_ms;
+        bool killed;
+        void *ctx;
+        backend_kill_cb cb;
+};
+
+struct backend_proc {
+        struct list node; /* in local_procs while the leader runs */
+        int refs;
+        pid_t pid;
+        struct backend_sandbox *bsb;
+        struct local_pipe out[2];
+        struct local_pipe in;
+        int nopen; /* open handles */
+        bool exited, finished, paused, stdin_eof_pending;
+        int status;
+        uint64_t oom_before;
+        uv_timer_t drain;
+        int pty_fd;
+        char *state_path;
+        uid_t owner;
+        const struct backend_exec_cbs *cbs;
+        void *ctx;
+        struct list kills;
+};
+
+static uv_loop_t *local_loop;
+static uv_signal_t local_sigchld;
+static struct list local_procs = {&local_procs, &local_procs};
+static json_t *local_cgroup_info;
+static uint64_t local_drain_ms = 250;
+
+static void local_try_finish(struct backend_proc *p);
+
+static void
+local_proc_unref(struct backend_proc *p)
+{
+        if (--p->refs > 0)
+                return;
+        free(p->state_path);
+        free(p);
+}
+
+static void
+local_handle_close_cb(uv_handle_t *h)
+{
+        struct backend_proc *p = h->data;
+
+        local_proc_unref(p);
+}
+
+static void
+local_close_pipe(struct local_pipe *lp)
+{
+        if (!lp->open)
+                return;
+        lp->open = false;
+        uv_close((uv_handle_t *) &lp->h, local_handle_close_cb);
+        lp->p->nopen--;
+}
+
+static void
+local_sigchld_cb(uv_signal_t *s, int signum)
+{
+        int status;
+        pid_t pid;
+
+        /* We are a child subreaper: reap everything, including orphaned grandchildren. */
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                struct list *pos, *tmp;
+                LIST_FOREACH_SAFE(pos, tmp, &local_procs)
+                {
+                        struct backend_proc *p = LIST_ENTRY(pos, struct backend_proc, node);
+                        if (p->pid != pid)
+                                continue;
+                        p->exited = true;
+                        p->status = status;
+                        list_del(&p->node);
+                        local_try_finish(p);
+                        break;
+                }
+        }
+}
+
+static int
+local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
+{
+        const char *drain = json_string_value(json_object_get(config, "drain_grace_ms"));
+
+        local_loop = loop;
+        if (drain)
+                local_drain_ms = strtoull(drain, NULL, 10);
+        uv_signal_init(loop, &local_sigchld);
+        uv_signal_start(&local_sigchld, local_sigchld_cb, SIGCHLD);
+        uv_unref((uv_handle_t *) &local_sigchld);
+        local_cgroup_info = cgroup_probe();
+        return 0;
+}
+
+static void
+local_shutdown(void)
+{
+        uv_close((uv_handle_t *) &local_sigchld, NULL);
+        json_decref(local_cgroup_info);
+        local_cgroup_info = NULL;
+}
+
+static void
+local_probe(void *ctx, backend_probe_cb cb)
+{
+        json_t *d = json_pack("{s:O,s:b}", "cgroups",
+                              local_cgroup_info ? local_cgroup_info : json_null(), "runs_as_caller",
+                              geteuid() == 0);
+
+        cb(ctx, true, NULL, NULL, d);
+}
+
+static int
+local_check_spec(const struct sandbox_spec *spec, struct sbx_error *err)
+{
+        if (spec->network && strcmp(spec->network, "host")) {
+                sbx_error_param(err, "network",
+                                "invalid params: the local backend cannot restrict the network "
+                                "(network \"%s\"); use backend \"docker\" for isolation",
+                                spec->network);
+                return -1;
+        }
+        if (json_array_size(spec->mounts)) {
+                sbx_error_param(err, "mounts",
+                                "invalid params: the local backend has no mounts: it sees the "
+                                "host's files directly; use backend \"docker\"");
+                return -1;
+        }
+        if (spec->image) {
+                sbx_error_param(err, "image",
+                                "invalid params: the local backend runs on the host and takes "
+                                "no image; use backend \"docker\"");
+                return -1;
+        }
+        return 0;
+}
+
+static void
+local_limits(struct backend_sandbox *b, const struct sandbox_spec *spec, json_t *enforced)
+{
+        const struct backend_resources *r = &spec->res;
+
+        /* What the cgroup could not enforce falls back to an rlimit where one exists. */
+        if (r->memory_mb && !json_is_string(json_object_get(enforced, "memory_mb"))) {
+                b->limits.as_bytes = (uint64_t) r->memory_mb << 20;
+                b->use_limits = true;
+                json_object_set_new(enforced, "memory_mb", json_string("rlimit"));
+        }
+        if (r->pids && !json_is_string(json_object_get(enforced, "pids"))) {
+                b->limits.nproc = (uint64_t) r->pids;
+                b->use_limits = true;
+                json_object_set_new(enforced, "pids", json_string("rlimit-per-uid"));
+        }
+        if (r->cpus && !json_object_get(enforced, "cpus"))
+                json_object_set_new(enforced, "cpus", json_null());
+        if (r->disk_mb)
+                json_object_set_new(enforced, "disk_mb", json_null());
+}
+
+static void
+local_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
+             backend_create_cb cb)
+{
+        struct backend_sandbox *b;
+        struct sbx_error err = {0};
+        struct sandbox_info info = {0};
+        json_t *enforced = NULL;
+        const char *wd = spec->workdir ? spec->workdir : spec->owner->home;
+        struct stat st;
+
+        if (local_check_spec(spec, &err) < 0)
+                goto fail;
+        if (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                sbx_error_param(&err, "workdir", "invalid params: workdir '%s' is not a directory",
+                                wd ? wd : "(none)");
+                goto fail;
+        }
+        b = xcalloc(1, sizeof(*b));
+        b->workdir = xstrdup(wd);
+        b->who = *spec->owner;
+        b->who.groups = xcalloc(spec->owner->ngroups + 1, sizeof(gid_t));
+        memcpy(b->who.groups, spec->owner->groups, spec->owner->ngroups * sizeof(gid_t));
+        b->who.user = spec->owner->user ? xstrdup(spec->owner->user) : NULL;
+        b->who.home = spec->owner->home ? xstrdup(spec->owner->home) : NULL;
+        if (spec->res.memory_mb || spec->res.pids || spec->res.cpus)
+                b->cg = cgroup_create(spec->id, &spec->res, &enforced);
+        if (!enforced)
+                enforced = json_object();
+        local_limits(b, spec, enforced);
+        info.workdir = b->workdir;
+        info.host_access = true;
+        info.enforced = enforced;
+        cb(ctx, b, &info, NULL);
+        json_decref(enforced);
+        return;
+fail:
+        cb(ctx, NULL, NULL, &err);
+        sbx_error_clear(&err);
+}
+
+static void
+local_destroy(struct backend_sandbox *b, void *ctx, backend_done_cb cb)
+{
+        cgroup_destroy(b->cg);
+        free(b->workdir);
+        free(b->who.groups);
+        free((char *) b->who.user);
+        free((char *) b->who.home);
+        free(b);
+        cb(ctx, NULL);
+}
+
+/* ---- exec ---- */
+
+static void
+local_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+        struct local_pipe *lp = LIST_ENTRY(h, struct local_pipe, h);
+
+        buf->base = lp->buf;
+        buf->len = sizeof(lp->buf);
+}
+
+static void
+local_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+        struct local_pipe *lp = LIST_ENTRY(s, struct local_pipe, h);
+        struct backend_proc *p = lp->p;
+
+        if (n > 0) {
+                p->cbs->on_output(p->ctx, (enum backend_stream) lp->stream, buf->base, (size_t) n);
+                return;
+        }
+        if (n == 0)
+                return;
+        /* EOF, or EIO from a pty master whose slave side is gone. */
+        local_close_pipe(lp);
+        local_try_finish(p);
+}
+
+static int
+local_open_pipe(struct backend_proc *p, struct local_pipe *lp, int fd, int stream)
+{
+        int r;
+
+        lp->p = p;
+        lp->stream = stream;
+        uv_pipe_init(local_loop, &lp->h, 0);
+        lp->h.data = p;
+        p->refs++;
+        p->nopen++;
+        lp->open = true;
+        r = uv_pipe_open(&lp->h, fd);
+        if (r < 0) {
+                close(fd);
+                local_close_pipe(lp);
+                return r;
+        }
+        if (stream >= 0)
+                uv_read_start((uv_stream_t *) &lp->h, local_alloc_cb, local_read_cb);
+        return 0;
+}
+
+static char *
+local_read_state(struct backend_proc *p, size_t *len)
+{
+        int fd = open(p->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat st;
+        char *data = NULL;
+
+        if (fd < 0)
+                return NULL;
+        /* The file is written by the caller's process: trust it only if it is a small regular
+         * file of theirs (not a link to something the daemon could read as root). */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == p->owner &&
+            st.st_nlink == 1 && st.st_size > 0 && st.st_size <= (off_t) LOCAL_STATE_MAX) {
+                data = xmalloc((size_t) st.st_size + 1);
+                if (read(fd, data, (size_t) st.st_size) != st.st_size) {
+                        free(data);
+                        data = NULL;
+                } else {
+                        data[st.st_size] = '\0';
+                        *len = (size_t) st.st_size;
+                }
+        }
+        close(fd);
+        unlink(p->state_path);
+        return data;
+}
+
+static void
+local_finish(struct backend_proc *p)
+{
+        struct exec_exit ex = {0};
+        char *state = NULL;
+
+        p->finished = true;
+        uv_timer_stop(&p->drain);
+        for (int i = 0; i < 2; i++)
+                local_close_pipe(&p->out[i]);
+        local_close_pipe(&p->in);
+        if (WIFEXITED(p->status))
+                ex.exit_code = WEXITSTATUS(p->status);
+        else if (WIFSIGNALED(p->status))
+                ex.signal = WTERMSIG(p->status);
+        ex.oom_killed =
+                p->bsb->cg && cgroup_oom_kills(p->bsb->cg) > p->oom_before && ex.signal == SIGKILL;
+        if (p->state_path) {
+                state = local_read_state(p, &ex.state_len);
+                ex.state = state;
+        }
+        p->cbs->on_exit(p->ctx, &ex);
+        free(state);
+}
+
+static void
+local_drain_cb(uv_timer_t *t)
+{
+        struct backend_proc *p = t->data;
+
+        /* The leader exited but something (a background grandchild) still holds the pipes. */
+        if (!p->finished)
+                local_finish(p);
+}
+
+static void
+local_try_finish(struct backend_proc *p)
+{
+        if (p->finished || !p->exited)
+                return;
+        if (!p->out[0].open && !p->out[1].open) {
+                local_finish(p);
+                return;
+        }
+        if (!uv_is_active((uv_handle_t *) &p->drain))
+                uv_timer_start(&p->drain, local_drain_cb, local_drain_ms, 0);
+}
+
+static void
+local_write_cb(uv_write_t *req, int status)
+{
+        struct backend_proc *p = req->data;
+
+        free(req);
+        if (p->stdin_eof_pending && !uv_stream_get_write_queue_size((uv_stream_t *) &p->in.h)) {
+                p->stdin_eof_pending = false;
+                local_close_pipe(&p->in);
+        }
+        local_proc_unref(p);
+}
+
+static int
+local_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+{
+        if (!p->in.open || p->stdin_eof_pending)
+                return -EPIPE;
+        if (len) {
+                uv_write_t *req = xmalloc(sizeof(*req) + len);
+                uv_buf_t b = uv_buf_init((char *) (req + 1), (unsigned) len);
+                memcpy(req + 1, data, len);
+                req->data = p;
+                if (uv_write(req, (uv_stream_t *) &p->in.h, &b, 1, local_write_cb) < 0) {
+                        free(req);
+                        return -EPIPE;
+                }
+                p->refs++;
+        }
+        if (eof) {
+                if (uv_stream_get_write_queue_size((uv_stream_t *) &p->in.h) || len)
+                        p->stdin_eof_pending = true;
+                else
+                        local_close_pipe(&p->in);
+        }
+        return 0;
+}
+
+static void
+local_drain_close_cb(uv_handle_t *h)
+{
+        local_proc_unref(h->data);
+}
+
+static int
+local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
+                 const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                 struct sbx_error *err)
+{
+        struct spawn_opts o = {0};
+        struct spawn_result res;
+        struct backend_proc *p;
+        int r;
+
+        o.argv = spec->argv;
+        o.envp = spec->envp;
+        o.cwd = spec->cwd ? spec->cwd : b->workdir;
+        o.who = geteuid() == 0 ? spec->who : NULL;
+        o.pty = spec->pty;
+        o.rows = spec->pty_rows;
+        o.cols = spec->pty_cols;
+        o.stdin_pipe = spec->stdin_open || spec->stdin_len;
+        o.merge_stderr = spec->merge_stderr;
+        o.limits = b->use_limits ? &b->limits : NULL;
+        o.cgroup_procs = b->cg ? cgroup_procs_files(b->cg) : NULL;
+        o.keep_fd = -1;
+        r = spawn_start(&o, &res, err);
+        if (r < 0)
+                return r;
+        p = xcalloc(1, sizeof(*p));
+        p->refs = 1; /* the daemon's, dropped by exec_release */
+        p->pid = res.pid;
+        p->bsb = b;
+        p->cbs = cbs;
+        p->ctx = ctx;
+        p->owner = spec->who->uid;
+        p->pty_fd = spec->pty ? res.stdout_fd : -1;
+        p->oom_before = b->cg ? cgroup_oom_kills(b->cg) : 0;
+        p->state_path = spec->state_path ? xstrdup(spec->state_path) : NULL;
+        list_init(&p->kills);
+        uv_timer_init(local_loop, &p->drain);
+        p->drain.data = p;
+        p->refs++;
+        list_add_tail(&local_procs, &p->node);
+        local_open_pipe(p, &p->out[0], res.stdout_fd, 0);
+        if (res.stderr_fd >= 0)
+                local_open_pipe(p, &p->out[1], res.stderr_fd, 1);
+        if (res.stdin_fd >= 0) {
+                local_open_pipe(p, &p->in, res.stdin_fd, -1);
+                if (spec->stdin_len || !spec->stdin_open)
+                        local_exec_write(p, spec->stdin_data, spec->stdin_len, !spec->stdin_open);
+        }
+        *ret = p;
+        /* The child may already be gone; SIGCHLD will tell. */
+        return 0;
+}
+
+static int
+local_exec_signal(struct backend_proc *p, int sig)
+{
+        if (kill(-p->pid, sig) < 0 && errno != ESRCH)
+                return -errno;
+        return 0;
+}
+
+/* How many processes of the group are left (scanning /proc when the group still answers). */
+static int
+local_group_alive(pid_t pgid)
+{
+        DIR *d;
+        struct dirent *e;
+        int n = 0;
+
+        if (kill(-pgid, 0) < 0)
+                return 0;
+        d = opendir("/proc");
+        if (!d)
+                return 1;
+        while ((e = readdir(d))) {
+                char path[300], buf[512], *rp;
+                int fd, pg = 0;
+                ssize_t len;
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                len = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (len <= 0)
+                        continue;
+                buf[len] = '\0';
+                rp = strrchr(buf, ')');
+                /* ") S ppid pgrp": a zombie waiting for its reaper no longer counts. */
+                if (rp && sscanf(rp + 2, "%*c %*d %d", &pg) == 1 && pg == pgid && rp[2] != 'Z')
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+static void
+local_kill_close_cb(uv_handle_t *h)
+{
+        struct local_kill *k = h->data;
+
+        local_proc_unref(k->p);
+        free(k);
+}
+
+static void
+local_kill_tick_cb(uv_timer_t *t)
+{
+        struct local_kill *k = t->data;
+        int alive = local_group_alive(k->p->pid);
+
+        if (alive && util_now_ms() >= k->deadline_ms && !k->killed) {
+                kill(-k->p->pid, SIGKILL);
+                k->killed = true;
+                k->deadline_ms = util_now_ms() + 2000;
+                return;
+        }
+        if (alive && util_now_ms() < k->deadline_ms)
+                return;
+        uv_timer_stop(t);
+        list_del(&k->node);
+        k->cb(k->ctx, alive, NULL);
+        uv_close((uv_handle_t *) t, local_kill_close_cb);
+}
+
+static void
+local_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+{
+        struct local_kill *k = xcalloc(1, sizeof(*k));
+
+        k->p = p;
+        p->refs++;
+        k->ctx = ctx;
+        k->cb = cb;
+        k->deadline_ms = util_now_ms() + grace_ms;
+        list_add_tail(&p->kills, &k->node);
+        kill(-p->pid, SIGTERM);
+        /* A stopped process would never see TERM. */
+        kill(-p->pid, SIGCONT);
+        if (grace_ms == 0) {
+                kill(-p->pid, SIGKILL);
+                k->killed = true;
+                k->deadline_ms = util_now_ms() + 2000;
+        }
+        uv_timer_init(local_loop, &k->timer);
+        k->timer.data = k;
+        uv_timer_start(&k->timer, local_kill_tick_cb, LOCAL_KILL_POLL_MS, LOCAL_KILL_POLL_MS);
+}
+
+static void
+local_exec_pause(struct backend_proc *p)
+{
+        for (int i = 0; i < 2; i++)
+                if (p->out[i].open)
+                        uv_read_stop((uv_stream_t *) &p->out[i].h);
+}
+
+static void
+local_exec_resume(struct backend_proc *p)
+{
+        for (int i = 0; i < 2; i++)
+                if (p->out[i].open)
+                        uv_read_start((uv_stream_t *) &p->out[i].h, local_alloc_cb, local_read_cb);
+}
+
+static int
+local_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short cols)
+{
+        struct winsize ws = {.ws_row = rows, .ws_col = cols};
+
+        if (p->pty_fd < 0 || !p->out[0].open)
+                return -ENOTTY;
+        return ioctl(p->pty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+}
+
+static void
+local_exec_release(struct backend_proc *p)
+{
+        if (!p->finished)
+                list_del(&p->node);
+        uv_close((uv_handle_t *) &p->drain, local_drain_close_cb);
+        local_proc_unref(p);
+}
+
+/* ---- files, done in a child running as the caller ---- */
+
+struct local_file_job {
+        const char *path;
+        uint64_t offset;
+        size_t max;
+        const struct backend_file_write *w;
+};
+
+static void
+local_put_u64(int fd, uint64_t v)
+{
+        if (write(fd, &v, sizeof(v)) != sizeof(v))
+                _exit(EIO);
+}
+
+static int
+local_file_read_child(void *arg, int fd)
+{
+        struct local_file_job *j = arg;
+        char buf[65536];
+        int in = open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        size_t left = j->max;
+
+        if (in < 0)
+                return errno;
+        if (fstat(in, &st) < 0)
+                return errno;
+        if (!S_ISREG(st.st_mode))
+                return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        local_put_u64(fd, (uint64_t) st.st_size);
+        while (left) {
+                ssize_t n = pread(in, buf, left < sizeof(buf) ? left : sizeof(buf),
+                                  (off_t) (j->offset + (j->max - left)));
+                if (n < 0)
+                        return errno;
+                if (n == 0)
+                        break;
+                if (write(fd, buf, (size_t) n) != n)
+                        return EIO;
+                left -= (size_t) n;
+        }
+        return 0;
+}
+
+static int
+local_mkdirs(char *path)
+{
+        for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return errno;
+                *s = '/';
+        }
+        return 0;
+}
+
+static int
+local_file_write_child(void *arg, int fd)
+{
+        struct local_file_job *j = arg;
+        const struct backend_file_write *w = j->w;
+        char pathbuf[4096];
+        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (w->append ? O_APPEND : O_TRUNC);
+        int out, r;
+        size_t done = 0;
+
+        if (w->mkdir) {
+                size_t n = strlen(w->path);
+                if (n >= sizeof(pathbuf))
+                        return ENAMETOOLONG;
+                memcpy(pathbuf, w->path, n + 1);
+                r = local_mkdirs(pathbuf);
+                if (r)
+                        return r;
+        }
+        out = open(w->path, flags, w->mode >= 0 ? (mode_t) w->mode : 0644);
+        if (out < 0)
+                return errno;
+        if (w->mode >= 0 && fchmod(out, (mode_t) w->mode) < 0)
+                return errno;
+        while (done < w->len) {
+                ssize_t n = write(out, (const char *) w->data + done, w->len - done);
+                if (n < 0)
+                        return errno;
+                done += (size_t) n;
+        }
+        return close(out) < 0 ? errno : 0;
+}
+
+static int
+local_file_run(struct backend_sandbox *b, int (*fn)(void *, int), struct local_file_job *j,
+               struct buf *out, struct sbx_error *err)
+{
+        int fd = memfd_create("sandboxd-file", MFD_CLOEXEC), status = 0, r;
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        r = spawn_run_as(geteuid() == 0 ? &b->who : NULL, fn, j, fd, &status);
+        if (r >= 0 && WIFEXITED(status) && WEXITSTATUS(status)) {
+                int e = WEXITSTATUS(status);
+                sbx_error_set(
+                        err,
+                        e == ENOENT || e == EISDIR || e == EACCES || e == ENOTDIR ? SBX_E_PARAMS
+                                                                                  : SBX_E_BACKEND,
+                        json_pack("{s:s}", "param", "path"), "'%s': %s", j->path, strerror(e));
+                r = -e;
+        } else if (r >= 0 && out && fstat(fd, &st) == 0) {
+                buf_reserve(out, (size_t) st.st_size);
+                if (pread(fd, out->data, (size_t) st.st_size, 0) == st.st_size)
+                        out->len = (size_t) st.st_size;
+        }
+        close(fd);
+        return r;
+}
+
+static void
+local_file_read(struct backend_sandbox *b, const char *path, uint64_t offset, size_t max_bytes,
+                void *ctx, backend_read_cb cb)
+{
+        struct local_file_job j = {path, offset, MIN(max_bytes, LOCAL_FILE_MAX), NULL};
+        struct sbx_error err = {0};
+        struct buf out = {0};
+        uint64_t size = 0;
+
+        if (local_file_run(b, local_file_read_child, &j, &out, &err) < 0 || out.len < 8) {
+                if (!err.code)
+                        sbx_error_backend(&err, "local", "cannot read '%s'", path);
+                cb(ctx, NULL, 0, 0, false, &err);
+        } else {
+                memcpy(&size, out.data, 8);
+                cb(ctx, out.data + 8, out.len - 8, size, offset + (out.len - 8) >= size, NULL);
+        }
+        sbx_error_clear(&err);
+        buf_free(&out);
+}
+
+static void
+local_file_write(struct backend_sandbox *b, const struct backend_file_write *w, void *ctx,
+                 backend_done_cb cb)
+{
+        struct local_file_job j = {w->path, 0, 0, w};
+        struct sbx_error err = {0};
+
+        if (local_file_run(b, local_file_write_child, &j, NULL, &err) < 0 && !err.code)
+                sbx_error_backend(&err, "local", "cannot write '%s'", w->path);
+        cb(ctx, err.code ? &err : NULL);
+        sbx_error_clear(&err);
+}
+
+const struct backend_ops local_backend_ops = {
+        .name = "local",
+        .init = local_init,
+        .probe = local_probe,
+        .create = local_create,
+        .destroy = local_destroy,
+        .exec_start = local_exec_start,
+        .exec_write = local_exec_write,
+        .exec_signal = local_exec_signal,
+        .exec_kill = local_exec_kill,
+        .exec_pause = local_exec_pause,
+        .exec_resume = local_exec_resume,
+        .exec_resize = local_exec_resize,
+        .exec_release = local_exec_release,
+        .file_read = local_file_read,
+        .file_write = local_file_write,
+        .shutdown = local_shutdown,
+};

@@ -1,0 +1,73 @@
+/* spawn.h — start one process tree leader for the local (and singularity) backend.
+ *
+ * The child gets its own session and process group (setsid), a complete environment (nothing
+ * inherited), the caller's identity when the daemon is root (setgroups/setgid/setuid with the
+ * caller's supplementary groups, then verified), rlimits, optional cgroup placement, a cwd, and
+ * either pipes or a pty for stdio. Every fd it does not need is closed. Failures before exec
+ * (chdir, setuid, execve, …) are reported synchronously through a CLOEXEC error pipe, so the
+ * caller gets "cwd '/x' does not exist" instead of a mysterious exit code.
+ *
+ * Called on the loop thread; never blocks longer than the fork+exec handshake.
+ */
+#ifndef SANDBOXD_SPAWN_H
+#define SANDBOXD_SPAWN_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "protocol/error.h"
+
+struct spawn_limits {
+        uint64_t as_bytes; /* RLIMIT_AS, 0 = leave */
+        uint64_t nproc;    /* RLIMIT_NPROC, 0 = leave */
+        uint64_t cpu_s;    /* RLIMIT_CPU, 0 = leave */
+        uint64_t nofile;   /* RLIMIT_NOFILE, 0 = leave */
+};
+
+struct spawn_opts {
+        char *const *argv; /* argv[0] is looked up in envp's PATH when it has no '/' */
+        char *const *envp; /* complete environment */
+        const char *cwd;   /* NULL: leave as is (the daemon's cwd is "/") */
+        const struct backend_identity *who; /* NULL: keep the daemon's identity */
+        bool pty;                  /* stdin, stdout and stderr all on the terminal (also without
+                                    * stdin_pipe), which is the child's controlling tty */
+        unsigned short rows, cols; /* 0: leave the size unset */
+        bool stdin_pipe;           /* false: stdin is /dev/null (immediate EOF); in pty mode:
+                                    * whether res->stdin_fd (a dup of the master) is returned */
+        bool merge_stderr;         /* stderr onto the stdout pipe (pipes mode only) */
+        const struct spawn_limits *limits; /* may be NULL */
+        const char *const *cgroup_procs;   /* NULL-terminated cgroup.procs files to join */
+        int keep_fd; /* an extra fd (> 2) the child keeps at the same number (its
+                      * FD_CLOEXEC is cleared in the child), -1 none */
+};
+
+struct spawn_result {
+        pid_t pid;     /* also the process group id and session id */
+        int stdin_fd;  /* write end, -1 if none; non-blocking, CLOEXEC. In pty mode a dup of
+                        * the master: closing it is no EOF, write the VEOF byte (^D) */
+        int stdout_fd; /* read end (the pty master in pty mode); non-blocking, CLOEXEC */
+        int stderr_fd; /* read end, -1 in pty or merge mode */
+};
+
+/* Starts the process. Returns 0 and fills *res, or negative errno with err set to a message
+ * naming the failing step and the path/program ("cwd '/nope': No such file or directory",
+ * "cannot execute 'foo': not found in PATH (/usr/bin:/bin)"), code -32602 (param "cwd"/"argv")
+ * for client mistakes, -32005 (data.backend "local") otherwise. PATH defaults to
+ * /usr/bin:/bin when envp has none. The child is not reaped: the caller must waitpid() it
+ * (libuv only reaps children it spawned itself); on failure it has been reaped already.
+ * With who set and the daemon not root, who->uid must be the daemon's uid (else -EPERM). */
+int spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx_error *err);
+
+/* Runs fn(arg) in a forked child with identity who (NULL: unchanged) and cwd "/", passing it
+ * fd (kept open in the child); returns the child's exit status through *status (waitpid).
+ * For small synchronous jobs done as the caller (file.read/file.write on the local backend).
+ * fn must only use async-signal-safe calls; its return value is the exit code. Blocks until
+ * the child exits. Returns 0, or negative errno when the child could not become who (then
+ * fn did not run) or fork failed. */
+int spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), void *arg,
+                 int fd, int *status);
+
+#endif

@@ -1,0 +1,330 @@
+/* config.c — INI configuration through inih, table-driven. */
+#include "daemon/config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <ini.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/util.h"
+
+enum config_type {
+        CT_STR,
+        CT_U64,
+        CT_SIZE,
+        CT_BOOL,
+        CT_UIDS,
+        CT_GIDS,
+};
+
+struct config_key {
+        const char *section;
+        const char *name;
+        enum config_type type;
+        size_t off;
+        size_t count_off; /* for lists */
+        uint64_t max;     /* for numbers, 0 = no bound */
+};
+
+#define K(sec, key, type, field, max)                                                              \
+        {                                                                                          \
+                sec, key, type, offsetof(struct config, field), 0, max                             \
+        }
+#define KL(sec, key, type, field, count)                                                           \
+        {                                                                                          \
+                sec, key, type, offsetof(struct config, field), offsetof(struct config, count), 0  \
+        }
+
+static const struct config_key config_keys[] = {
+        K("daemon", "socket", CT_STR, socket, 0),
+        K("daemon", "state_dir", CT_STR, state_dir, 0),
+        K("daemon", "socket_group", CT_STR, socket_group, 0),
+        K("daemon", "log_level", CT_STR, log_level, 0),
+        KL("daemon", "allow_users", CT_UIDS, allow_uids, nallow_uids),
+        KL("daemon", "allow_groups", CT_GIDS, allow_gids, nallow_gids),
+        K("limits", "max_message_bytes", CT_SIZE, max_message_bytes, 1ULL << 30),
+        K("limits", "conn_write_buffer_max", CT_SIZE, conn_write_buffer_max, 1ULL << 30),
+        K("limits", "max_connections", CT_U64, max_connections, 100000),
+        K("limits", "max_connections_per_uid", CT_U64, max_connections_per_uid, 100000),
+        K("limits", "max_processes_per_uid", CT_U64, max_processes_per_uid, 100000),
+        K("limits", "max_sandboxes_per_uid", CT_U64, max_sandboxes_per_uid, 100000),
+        K("limits", "max_exited_per_uid", CT_U64, max_exited_per_uid, 1000000),
+        K("limits", "spool_max_bytes", CT_SIZE, spool_max_bytes, 1ULL << 40),
+        K("limits", "max_output_bytes_limit", CT_SIZE, max_output_bytes_limit, 1ULL << 32),
+        K("limits", "max_stdin_bytes", CT_SIZE, max_stdin_bytes, 1ULL << 32),
+        K("limits", "max_pending_requests", CT_U64, max_pending_requests, 1000000),
+        K("exec", "default_timeout_s", CT_U64, default_timeout_s, 31536000),
+        K("exec", "max_foreground_timeout_s", CT_U64, max_foreground_timeout_s, 31536000),
+        K("exec", "kill_grace_ms", CT_U64, kill_grace_ms, 600000),
+        K("exec", "drain_grace_ms", CT_U64, drain_grace_ms, 600000),
+        K("exec", "exited_retention_s", CT_U64, exited_retention_s, 31536000),
+        K("exec", "default_max_output_bytes", CT_SIZE, default_max_output_bytes, 1ULL << 32),
+        K("exec", "shell", CT_STR, shell, 0),
+        K("sandbox", "default_backend", CT_STR, default_backend, 0),
+        K("policy", "rules_file", CT_STR, policy_file, 0),
+        K("policy", "approval_timeout_s", CT_U64, approval_timeout_s, 86400),
+        K("policy", "subagent_auto_approve", CT_BOOL, subagent_auto_approve, 0),
+        KL("policy", "batch_auto_approve_users", CT_UIDS, batch_auto_approve_uids,
+           nbatch_auto_approve_uids),
+};
+
+/* Built-in defaults. */
+struct config *
+config_new_default(void)
+{
+        struct config *c = xcalloc(1, sizeof(*c));
+
+        c->log_level = xstrdup("info");
+        c->max_message_bytes = 16u << 20;
+        c->conn_write_buffer_max = 8u << 20;
+        c->max_connections = 1024;
+        c->max_connections_per_uid = 256;
+        c->max_processes_per_uid = 2048;
+        c->max_sandboxes_per_uid = 64;
+        c->max_exited_per_uid = 4096;
+        c->spool_max_bytes = 64u << 20;
+        c->max_output_bytes_limit = 64u << 20;
+        c->max_stdin_bytes = 64u << 20;
+        c->max_pending_requests = 100000;
+        c->default_timeout_s = 180;
+        c->max_foreground_timeout_s = 3600;
+        c->kill_grace_ms = 2000;
+        c->drain_grace_ms = 250;
+        c->exited_retention_s = 3600;
+        c->default_max_output_bytes = 1u << 20;
+        c->default_backend = xstrdup("local");
+        c->approval_timeout_s = 300;
+        c->backends = json_object();
+        return c;
+}
+
+/* Frees a configuration. */
+struct config *
+config_free(struct config *c)
+{
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++)
+                if (config_keys[i].type == CT_STR || config_keys[i].type == CT_UIDS ||
+                    config_keys[i].type == CT_GIDS)
+                        free(*(void **) ((char *) c + config_keys[i].off));
+        json_decref(c->backends);
+        free(c->path);
+        free(c);
+        return NULL;
+}
+
+struct config_parse {
+        struct config *c;
+        char *error;
+        FILE *f;
+        int lineno; /* Debian's inih reports no line numbers: the reader counts them */
+};
+
+static int
+config_parse_u64(const char *v, bool size, uint64_t *out)
+{
+        char *end;
+        unsigned long long n;
+
+        errno = 0;
+        if (*v == '-' || !*v)
+                return -EINVAL;
+        n = strtoull(v, &end, 10);
+        if (errno || end == v)
+                return -EINVAL;
+        if (size && *end) {
+                static const char units[] = "KMGT";
+                const char *u = strchr(units, *end);
+                if (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+                        return -EINVAL;
+                for (const char *s = units; s <= u; s++) {
+                        if (n > ULLONG_MAX / 1024)
+                                return -ERANGE;
+                        n *= 1024;
+                }
+        } else if (*end) {
+                return -EINVAL;
+        }
+        *out = n;
+        return 0;
+}
+
+static int
+config_parse_ids(const char *v, bool groups, void **out, size_t *count)
+{
+        char *copy = xstrdup(v), *save = NULL, *tok;
+        unsigned *ids = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (tok = strtok_r(copy, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+                char *end;
+                unsigned long id = strtoul(tok, &end, 10);
+                if (*end || end == tok) {
+                        struct passwd *pw = groups ? NULL : getpwnam(tok);
+                        struct group *gr = groups ? getgrnam(tok) : NULL;
+                        if (!pw && !gr) {
+                                r = -ENOENT;
+                                break;
+                        }
+                        id = pw ? pw->pw_uid : gr->gr_gid;
+                }
+                ids = xrealloc(ids, (n + 1) * sizeof(*ids));
+                ids[n++] = (unsigned) id;
+        }
+        free(copy);
+        if (r < 0) {
+                free(ids);
+                return r;
+        }
+        free(*out);
+        *out = ids;
+        *count = n;
+        return 0;
+}
+
+static int
+config_set(struct config *c, const struct config_key *k, const char *v)
+{
+        void *field = (char *) c + k->off;
+        uint64_t n;
+        int r;
+
+        switch (k->type) {
+        case CT_STR:
+                free(*(char **) field);
+                *(char **) field = *v ? xstrdup(v) : NULL;
+                return 0;
+        case CT_U64:
+        case CT_SIZE:
+                r = config_parse_u64(v, k->type == CT_SIZE, &n);
+                if (r < 0 || (k->max && n > k->max))
+                        return r < 0 ? r : -ERANGE;
+                *(uint64_t *) field = n;
+                return 0;
+        case CT_BOOL:
+                if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+                        *(bool *) field = true;
+                else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+                        *(bool *) field = false;
+                else
+                        return -EINVAL;
+                return 0;
+        case CT_UIDS:
+        case CT_GIDS:
+                return config_parse_ids(v, k->type == CT_GIDS, (void **) field,
+                                        (size_t *) ((char *) c + k->count_off));
+        }
+        return -EINVAL;
+}
+
+static const char *const config_type_hint[] = {
+        [CT_STR] = "a string",
+        [CT_U64] = "a whole number",
+        [CT_SIZE] = "a size such as 1048576, 64K, 16M or 1G",
+        [CT_BOOL] = "true or false",
+        [CT_UIDS] = "a list of user names or uids",
+        [CT_GIDS] = "a list of group names or gids",
+};
+
+static char *
+config_reader(char *str, int num, void *stream)
+{
+        struct config_parse *p = stream;
+        char *r = fgets(str, num, p->f);
+
+        if (r)
+                p->lineno++;
+        return r;
+}
+
+static int
+config_ini_cb(void *user, const char *section, const char *name, const char *value)
+{
+        struct config_parse *p = user;
+        int lineno = p->lineno;
+
+        if (p->error)
+                return 0;
+        if (!strncmp(section, "backend.", 8) && section[8]) {
+                json_t *sec = json_object_get(p->c->backends, section + 8);
+                if (!sec) {
+                        sec = json_object();
+                        json_object_set_new(p->c->backends, section + 8, sec);
+                }
+                json_object_set_new(sec, name, json_string(value));
+                return 1;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
+                const struct config_key *k = &config_keys[i];
+                if (strcmp(k->section, section) || strcmp(k->name, name))
+                        continue;
+                int r = config_set(p->c, k, value);
+                if (r == -ERANGE && k->max)
+                        p->error = xasprintf("%d: [%s] %s = '%s' is out of range (at most %llu)",
+                                             lineno, section, name, value,
+                                             (unsigned long long) k->max);
+                else if (r < 0)
+                        p->error = xasprintf("%d: [%s] %s = '%s' is not valid: expected %s", lineno,
+                                             section, name, value, config_type_hint[k->type]);
+                return r < 0 ? 0 : 1;
+        }
+        p->error = xasprintf("%d: unknown key '%s' in section [%s] (see docs/configuration.md)",
+                             lineno, name, section);
+        return 0;
+}
+
+/* Loads the file over the defaults. */
+int
+config_load(const char *path, bool required, struct config **ret, struct sbx_error *err)
+{
+        struct config_parse p = {config_new_default(), NULL, NULL, 0};
+        FILE *f = fopen(path, "re");
+        int r;
+
+        if (!f) {
+                r = -errno;
+                if (r == -ENOENT && !required) {
+                        *ret = p.c;
+                        return 0;
+                }
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s: cannot open: %s", path, strerror(-r));
+                config_free(p.c);
+                return r;
+        }
+        p.f = f;
+        r = ini_parse_stream(config_reader, &p, config_ini_cb, &p);
+        fclose(f);
+        if (p.error || r != 0) {
+                if (p.error)
+                        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s:%s", path, p.error);
+                else
+                        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s:%d: syntax error", path, r);
+                free(p.error);
+                config_free(p.c);
+                return -EINVAL;
+        }
+        p.c->path = xstrdup(path);
+        *ret = p.c;
+        return 0;
+}
+
+/* The [backend.NAME] section. */
+json_t *
+config_backend(const struct config *c, const char *name)
+{
+        static json_t *empty;
+        json_t *s = json_object_get(c->backends, name);
+
+        if (s)
+                return s;
+        if (!empty)
+                empty = json_object();
+        return empty;
+}

@@ -1,0 +1,94 @@
+/* conn.h — one client connection: NDJSON framing, JSON-RPC dispatch, a bounded write queue with
+ * backpressure, server-to-client requests, and watchers told when the connection drains or
+ * closes. Loop thread only. A conn is refcounted: conn_ref/conn_unref; the memory goes when the
+ * handle is closed and the last reference dropped. */
+#ifndef SANDBOXD_CONN_H
+#define SANDBOXD_CONN_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "protocol/error.h"
+#include "protocol/list.h"
+
+struct conn;
+
+enum conn_role {
+        CONN_ROLE_INTERACTIVE = 0,
+        CONN_ROLE_SUBAGENT,
+        CONN_ROLE_BATCH,
+};
+
+/* Something that must hear about the connection: jobs streaming to it, waiters. */
+struct conn_watch {
+        struct list node;
+        /* The connection is closing; the watch has been unlinked already. */
+        void (*on_close)(struct conn_watch *w);
+        /* The write queue went below the low watermark again (may be NULL). */
+        void (*on_drain)(struct conn_watch *w);
+};
+
+/* Response to a server-to-client request: result or error (one is NULL; both NULL when the
+ * connection closed or the call was cancelled). Borrowed for the call. */
+typedef void (*conn_call_cb)(void *ctx, json_t *result, json_t *error);
+
+/* Accepts a pending connection on server and reads the peer's credentials (SO_PEERCRED,
+ * SO_PEERGROUPS). Returns NULL on failure. */
+struct conn *conn_accept(uv_stream_t *server);
+void conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+/* Starts closing (idempotent): watchers and pending calls are told, then the handle closes. */
+void conn_close(struct conn *c);
+bool conn_closing(const struct conn *c);
+
+uint64_t conn_id(const struct conn *c);
+uid_t conn_uid(const struct conn *c);
+gid_t conn_gid(const struct conn *c);
+pid_t conn_pid(const struct conn *c);
+/* Supplementary groups from SO_PEERGROUPS (borrowed). */
+const gid_t *conn_groups(const struct conn *c, size_t *n);
+enum conn_role conn_role(const struct conn *c);
+void conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client);
+bool conn_auto_approve(const struct conn *c);
+
+/* Queues one message (steals msg). Never blocks; the queue is bounded by the caller's checks:
+ * conn_congested() says when producers must pause. */
+void conn_send(struct conn *c, json_t *msg);
+/* Sends a notification {method, params (stolen)}. */
+void conn_notify(struct conn *c, const char *method, json_t *params);
+/* Bytes queued and not yet written. */
+size_t conn_queued(const struct conn *c);
+/* True while the write queue is above conn_write_buffer_max. */
+bool conn_congested(const struct conn *c);
+
+void conn_watch_add(struct conn *c, struct conn_watch *w);
+void conn_watch_del(struct conn_watch *w);
+
+/* Sends a server-to-client request; cb gets the answer exactly once (also on close/cancel).
+ * Returns the request id (borrowed, valid until cb runs). */
+const char *conn_call(struct conn *c, const char *method, json_t *params, conn_call_cb cb,
+                      void *ctx);
+/* Routes a response (object with result or error, borrowed) to the pending call of its id. */
+void conn_handle_response(struct conn *c, json_t *msg);
+/* Cancels a pending call by id; its cb runs with NULL, NULL. */
+void conn_call_cancel(struct conn *c, const char *id);
+
+/* Counts a request being handled; false when max_pending_requests are already in flight. */
+bool conn_inflight_begin(struct conn *c);
+void conn_inflight_end(struct conn *c);
+
+/* Sets limits for every new connection. */
+void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending);
+/* Number of open connections (of one uid). */
+unsigned conn_count(void);
+unsigned conn_count_uid(uid_t uid);
+/* Sends a notification to every open connection (shutdown). Steals params. */
+void conn_broadcast(const char *method, json_t *params);
+/* Closes every connection. */
+void conn_close_all(void);
+
+#endif

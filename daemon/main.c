@@ -1,0 +1,404 @@
+/* main.c — sandboxd: arguments, configuration, state directory, listener, signals, shutdown. */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "daemon/conn.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/proc.h"
+#include "daemon/sandbox.h"
+#include "daemon/server.h"
+#include "protocol/util.h"
+
+#define DEFAULT_CONFIG "/etc/sandboxd/sandboxd.conf"
+
+struct daemon_state g;
+
+static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_timer_t status_timer;
+static int exit_code;
+static bool check_config_only;
+
+static const struct option main_options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"socket", required_argument, NULL, 's'},
+        {"state-dir", required_argument, NULL, 'S'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"check-config", no_argument, NULL, 'C'},
+        {"foreground", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+};
+
+static void
+main_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: sandboxd [options]\n"
+                "  -c, --config FILE     configuration (default %s; missing is fine unless "
+                "given)\n"
+                "  -s, --socket PATH     listen here (else $SANDBOXD_SOCKET, systemd's socket,\n"
+                "                        /run/sandboxd/sandboxd.sock as root,\n"
+                "                        $XDG_RUNTIME_DIR/sandboxd/sandboxd.sock otherwise)\n"
+                "  -S, --state-dir DIR   state directory (spools, sandboxes, approvals)\n"
+                "  -v, --verbose         debug logging\n"
+                "      --check-config    validate configuration and policy, then exit\n"
+                "  -f, --foreground      accepted for compatibility (sandboxd never forks)\n"
+                "  -V, --version\n",
+                DEFAULT_CONFIG);
+}
+
+/* Whether uid is root or the daemon's owner. */
+bool
+daemon_is_admin(uid_t uid)
+{
+        return uid == 0 || uid == g.uid;
+}
+
+static char *
+main_default_socket(void)
+{
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+
+        if (geteuid() == 0)
+                return xstrdup("/run/sandboxd/sandboxd.sock");
+        if (rt && *rt)
+                return xasprintf("%s/sandboxd/sandboxd.sock", rt);
+        return xasprintf("/tmp/sandboxd-%u/sandboxd.sock", (unsigned) geteuid());
+}
+
+static char *
+main_default_state_dir(void)
+{
+        const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+        if (geteuid() == 0)
+                return xstrdup("/var/lib/sandboxd");
+        if (xdg && *xdg)
+                return xasprintf("%s/sandboxd", xdg);
+        return xasprintf("%s/.local/state/sandboxd", home ? home : "/tmp");
+}
+
+static int
+main_mkdir_p(const char *path)
+{
+        char *p = xstrdup(path);
+        int r = 0;
+
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        r = -errno;
+                *s = '/';
+        }
+        if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                r = -errno;
+        else
+                r = chmod(p, 0700) < 0 ? -errno : 0;
+        free(p);
+        return r;
+}
+
+static void
+main_status_cb(uv_timer_t *t)
+{
+        notify_status("%u connections, %u sandboxes, %u processes running", conn_count(),
+                      sandbox_count(), proc_running_count());
+}
+
+static void
+main_stopped_cb(void *ctx)
+{
+        uv_stop(g.loop);
+}
+
+static void
+main_procs_killed_cb(void *ctx)
+{
+        sandbox_destroy_all(main_stopped_cb, NULL);
+}
+
+static void
+main_term_cb(uv_signal_t *s, int signum)
+{
+        if (g.stopping)
+                return;
+        g.stopping = true;
+        log_info("%s received: stopping (killing %u running processes)", strsignal(signum),
+                 proc_running_count());
+        notify_stopping();
+        server_close();
+        conn_broadcast("daemon.stopping", json_pack("{s:s}", "reason", strsignal(signum)));
+        proc_kill_all(NULL, main_procs_killed_cb, NULL);
+}
+
+static int
+main_load_config(struct config **ret, struct sbx_error *err)
+{
+        const char *path = g.config_path ? g.config_path : DEFAULT_CONFIG;
+
+        return config_load(path, g.config_path != NULL, ret, err);
+}
+
+static void
+main_hup_cb(uv_signal_t *s, int signum)
+{
+        struct config *c = NULL;
+        struct sbx_error err = {0};
+
+        notify_reloading();
+        if (main_load_config(&c, &err) < 0) {
+                log_warn("configuration reload failed, keeping the previous one: %s", err.message);
+                notify_status("reload failed: %s", err.message);
+                sbx_error_clear(&err);
+                notify_ready();
+                return;
+        }
+        /* Paths that were fixed at start (socket, state dir) keep their values. */
+        config_free(g.config);
+        g.config = c;
+        conn_set_limits(c->max_message_bytes, c->conn_write_buffer_max, c->max_pending_requests);
+        log_set_level(!strcmp(c->log_level, "debug") ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+        if (server_reload_policy(&err) < 0) {
+                notify_status("policy reload failed, previous policy kept: %s", err.message);
+                sbx_error_clear(&err);
+        } else {
+                log_info("configuration reloaded");
+                main_status_cb(NULL);
+        }
+        notify_ready();
+}
+
+static int
+main_parse_args(int argc, char **argv, const char **socket, bool *verbose)
+{
+        int c;
+
+        while ((c = getopt_long(argc, argv, "c:s:S:vfhV", main_options, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        g.config_path = xstrdup(optarg);
+                        break;
+                case 's':
+                        *socket = optarg;
+                        break;
+                case 'S':
+                        g.state_dir = xstrdup(optarg);
+                        break;
+                case 'v':
+                        *verbose = true;
+                        break;
+                case 'C':
+                        check_config_only = true;
+                        break;
+                case 'f':
+                        break;
+                case 'h':
+                        main_usage(stdout);
+                        exit(0);
+                case 'V':
+                        printf("sandboxd %s (protocol 1)\n", SANDBOXD_VERSION);
+                        exit(0);
+                default:
+                        main_usage(stderr);
+                        return -1;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "sandboxd: unexpected argument '%s'\n", argv[optind]);
+                return -1;
+        }
+        return 0;
+}
+
+static int
+main_setup(const char *socket_arg, struct sbx_error *err)
+{
+        const char *env_sock = getenv("SANDBOXD_SOCKET");
+        const char *sock = socket_arg ? socket_arg : (env_sock && *env_sock) ? env_sock : NULL;
+        char *abs;
+        int r;
+
+        if (!g.state_dir)
+                g.state_dir = g.config->state_dir ? xstrdup(g.config->state_dir)
+                                                  : main_default_state_dir();
+        r = main_mkdir_p(g.state_dir);
+        if (r < 0) {
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "cannot create state directory '%s': %s",
+                              g.state_dir, strerror(-r));
+                return r;
+        }
+        abs = realpath(g.state_dir, NULL);
+        if (abs) {
+                free(g.state_dir);
+                g.state_dir = abs;
+        }
+        /* --socket and $SANDBOXD_SOCKET win over systemd's socket; the config key and the
+         * default only apply when systemd passed none. */
+        g.socket_path = sock               ? xstrdup(sock)
+                        : g.config->socket ? xstrdup(g.config->socket)
+                                           : main_default_socket();
+        g.protected_paths[0] = g.state_dir;
+        g.protected_paths[1] = g.config_path ? g.config_path : DEFAULT_CONFIG;
+        g.protected_paths[2] = g.socket_path;
+        return server_open(g.loop, g.socket_path, sock != NULL, g.config->socket_group, err);
+}
+
+static int
+main_init_backends(struct sbx_error *err)
+{
+        for (const struct backend_ops *const *b = backend_all(); *b; b++) {
+                json_t *cfg = json_deep_copy(config_backend(g.config, (*b)->name));
+                int r;
+                if (!(*b)->init) {
+                        json_decref(cfg);
+                        continue;
+                }
+                if (!strcmp((*b)->name, "local"))
+                        json_object_set_new(
+                                cfg, "drain_grace_ms",
+                                json_sprintf("%llu",
+                                             (unsigned long long) g.config->drain_grace_ms));
+                r = (*b)->init(g.loop, cfg, err);
+                json_decref(cfg);
+                if (r < 0) {
+                        sbx_error_prefix(err, "backend %s", (*b)->name);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void
+main_signals(void)
+{
+        signal(SIGPIPE, SIG_IGN);
+        uv_signal_init(g.loop, &sig_term);
+        uv_signal_init(g.loop, &sig_int);
+        uv_signal_init(g.loop, &sig_hup);
+        uv_signal_start(&sig_term, main_term_cb, SIGTERM);
+        uv_signal_start(&sig_int, main_term_cb, SIGINT);
+        uv_signal_start(&sig_hup, main_hup_cb, SIGHUP);
+}
+
+static void
+main_close_walk_cb(uv_handle_t *h, void *arg)
+{
+        if (!uv_is_closing(h))
+                uv_close(h, NULL);
+}
+
+static void
+main_shutdown(void)
+{
+        conn_close_all();
+        proc_shutdown();
+        for (const struct backend_ops *const *b = backend_all(); *b; b++)
+                if ((*b)->shutdown)
+                        (*b)->shutdown();
+        notify_close();
+        uv_close((uv_handle_t *) &sig_term, NULL);
+        uv_close((uv_handle_t *) &sig_int, NULL);
+        uv_close((uv_handle_t *) &sig_hup, NULL);
+        uv_close((uv_handle_t *) &status_timer, NULL);
+        /* Let the close callbacks cascade (processes release their backend handles), then
+         * close whatever is left. */
+        uv_run(g.loop, UV_RUN_DEFAULT);
+        uv_walk(g.loop, main_close_walk_cb, NULL);
+        uv_run(g.loop, UV_RUN_DEFAULT);
+        if (uv_loop_close(g.loop) != 0)
+                log_warn("event loop not empty at exit");
+        policy_free(g.policy);
+        config_free(g.config);
+        free(g.state_dir);
+        free(g.socket_path);
+        free(g.config_path);
+        free(g.policy_error);
+}
+
+static int
+main_check_config(void)
+{
+        struct sbx_error err = {0};
+        struct config *c = NULL;
+        struct policy *p = NULL;
+
+        if (main_load_config(&c, &err) < 0) {
+                fprintf(stderr, "sandboxd: %s\n", err.message);
+                sbx_error_clear(&err);
+                return 1;
+        }
+        if (c->policy_file && policy_load(c->policy_file, true, &p, &err) < 0) {
+                fprintf(stderr, "sandboxd: %s\n", err.message);
+                sbx_error_clear(&err);
+                config_free(c);
+                return 1;
+        }
+        printf("configuration OK (%s)%s%s\n", c->path ? c->path : "defaults",
+               c->policy_file ? ", policy OK: " : "", c->policy_file ? c->policy_file : "");
+        policy_free(p);
+        config_free(c);
+        return 0;
+}
+
+/* Entry point. */
+int
+main(int argc, char **argv)
+{
+        struct sbx_error err = {0};
+        const char *socket_arg = NULL;
+        bool verbose = false;
+
+        util_json_alloc_init();
+        if (main_parse_args(argc, argv, &socket_arg, &verbose) < 0)
+                return 64;
+        if (check_config_only)
+                return main_check_config();
+        log_init(verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+        g.loop = uv_default_loop();
+        g.uid = geteuid();
+        g.started_ms = util_now_ms();
+        if (main_load_config(&g.config, &err) < 0)
+                goto fatal;
+        if (!verbose && !strcmp(g.config->log_level, "debug"))
+                log_set_level(LOG_LEVEL_DEBUG);
+        conn_set_limits(g.config->max_message_bytes, g.config->conn_write_buffer_max,
+                        g.config->max_pending_requests);
+        if (server_reload_policy(&err) < 0)
+                goto fatal;
+        /* Orphaned grandchildren of our execs are re-parented to us and reaped at once, so a
+         * process group empties when its members die. */
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        main_signals();
+        notify_init(g.loop);
+        if (main_setup(socket_arg, &err) < 0 || main_init_backends(&err) < 0)
+                goto fatal;
+        proc_init(g.loop);
+        sandbox_init(g.loop);
+        uv_timer_init(g.loop, &status_timer);
+        uv_timer_start(&status_timer, main_status_cb, 0, 5000);
+        uv_unref((uv_handle_t *) &status_timer);
+        log_info("sandboxd %s listening on %s%s (state %s, libuv %s, jansson %s)", SANDBOXD_VERSION,
+                 g.socket_path, server_activated() ? " (from systemd)" : "", g.state_dir,
+                 uv_version_string(), JANSSON_VERSION);
+        notify_ready();
+        uv_run(g.loop, UV_RUN_DEFAULT);
+        log_info("stopped");
+        main_shutdown();
+        return exit_code;
+fatal:
+        log_err("%s", err.message ? err.message : "start-up failed");
+        sbx_error_clear(&err);
+        return 1;
+}

@@ -1,0 +1,251 @@
+/* methods_daemon.c — daemon.hello, daemon.info, backend.list, policy.check, policy.reload. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/proc.h"
+#include "daemon/sandbox.h"
+#include "daemon/server.h"
+#include "protocol/params.h"
+#include "protocol/util.h"
+
+static const char *const roles[] = {"interactive", "subagent", "batch", NULL};
+
+static json_t *
+backend_names(void)
+{
+        json_t *a = json_array();
+
+        for (const struct backend_ops *const *b = backend_all(); *b; b++)
+                json_array_append_new(a, json_string((*b)->name));
+        return a;
+}
+
+/* daemon.hello */
+void
+method_daemon_hello(struct rpc_req *req)
+{
+        static const char *const keys[] = {"client", "role", "auto_approve", "protocol", NULL};
+        struct sbx_error err = {0};
+        const char *client = NULL;
+        int role = 0;
+        bool auto_approve = false;
+        const char *approval;
+        int64_t proto = 1;
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "client", 256, &client, &err) < 0 ||
+            params_enum(req->params, "role", roles, &role, &err) < 0 ||
+            params_bool(req->params, "auto_approve", &auto_approve, &err) < 0 ||
+            params_int(req->params, "protocol", 1, 1, &proto, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (auto_approve && role != CONN_ROLE_BATCH) {
+                sbx_error_param(&err, "auto_approve",
+                                "invalid params: 'auto_approve' is only for role \"batch\"");
+                rpc_error(req, &err);
+                return;
+        }
+        conn_set_role(req->conn, (enum conn_role) role, auto_approve, client);
+        if (role == CONN_ROLE_INTERACTIVE)
+                approval = "ask";
+        else if (role == CONN_ROLE_SUBAGENT)
+                approval = g.config->subagent_auto_approve ? "approve" : "deny";
+        else {
+                bool ok = false;
+                for (size_t i = 0; i < g.config->nbatch_auto_approve_uids; i++)
+                        ok |= g.config->batch_auto_approve_uids[i] == conn_uid(req->conn);
+                approval = auto_approve && ok ? "approve" : "deny";
+        }
+        rpc_result(req, json_pack("{s:s,s:s,s:i,s:s,s:s,s:o}", "server", "sandboxd", "version",
+                                  SANDBOXD_VERSION, "protocol", 1, "role", roles[role], "approval",
+                                  approval, "backends", backend_names()));
+}
+
+/* Collects probe answers for backend.list / daemon.info. */
+struct probe_all {
+        struct rpc_req *req;
+        json_t *list;
+        unsigned pending;
+        bool info;
+};
+
+struct probe_one {
+        struct probe_all *all;
+        size_t index;
+};
+
+static json_t *
+daemon_info_json(void)
+{
+        return json_pack("{s:s,s:i,s:i,s:I,s:o,s:i,s:i,s:i,s:{s:I,s:s},s:s}", "version",
+                         SANDBOXD_VERSION, "protocol", 1, "pid", (int) getpid(), "uptime_s",
+                         (json_int_t) ((util_now_ms() - g.started_ms) / 1000), "socket",
+                         g.socket_path ? json_string(g.socket_path) : json_null(), "connections",
+                         (int) conn_count(), "sandboxes", (int) sandbox_count(), "processes",
+                         (int) proc_running_count(), "policy", "rules",
+                         (json_int_t) policy_rule_count(g.policy), "sha256",
+                         policy_sha256(g.policy), "state_dir", g.state_dir);
+}
+
+static void
+probe_done(struct probe_all *a)
+{
+        if (a->info) {
+                json_t *r = daemon_info_json();
+                json_object_set_new(r, "backends", a->list);
+                if (g.policy_error)
+                        json_object_set_new(json_object_get(r, "policy"), "error",
+                                            json_string(g.policy_error));
+                rpc_result(a->req, r);
+        } else {
+                rpc_result(a->req, json_pack("{s:o}", "backends", a->list));
+        }
+        free(a);
+}
+
+static void
+probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t *details)
+{
+        struct probe_one *o = ctx;
+        struct probe_all *a = o->all;
+        json_t *e = json_array_get(a->list, o->index);
+
+        json_object_set_new(e, "available", json_boolean(available));
+        if (!available && reason)
+                json_object_set_new(e, "reason", json_string(reason));
+        if (!available && hint)
+                json_object_set_new(e, "hint", json_string(hint));
+        json_object_set_new(e, "details", details ? details : json_object());
+        free(o);
+        if (--a->pending == 0)
+                probe_done(a);
+}
+
+static void
+probe_start(struct rpc_req *req, bool info)
+{
+        struct probe_all *a = xcalloc(1, sizeof(*a));
+        size_t i = 0;
+
+        a->req = req;
+        a->list = json_array();
+        a->info = info;
+        a->pending = 1;
+        for (const struct backend_ops *const *b = backend_all(); *b; b++, i++) {
+                struct probe_one *o = xcalloc(1, sizeof(*o));
+                json_array_append_new(a->list, json_pack("{s:s}", "name", (*b)->name));
+                o->all = a;
+                o->index = i;
+                a->pending++;
+                (*b)->probe(o, probe_cb);
+        }
+        if (--a->pending == 0)
+                probe_done(a);
+}
+
+/* daemon.info */
+void
+method_daemon_info(struct rpc_req *req)
+{
+        static const char *const keys[] = {NULL};
+        struct sbx_error err = {0};
+
+        if (params_known(req->params, keys, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        probe_start(req, true);
+}
+
+/* backend.list */
+void
+method_backend_list(struct rpc_req *req)
+{
+        static const char *const keys[] = {NULL};
+        struct sbx_error err = {0};
+
+        if (params_known(req->params, keys, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        probe_start(req, false);
+}
+
+/* policy.check */
+void
+method_policy_check(struct rpc_req *req)
+{
+        static const char *const keys[] = {"command", "argv", "sandbox", "backend", "cwd", NULL};
+        struct sbx_error err = {0};
+        const char *command = NULL, *backend = NULL, *cwd = NULL;
+        json_t *argv = NULL, *spec = NULL;
+        struct policy_result r = {0};
+        struct policy_ctx ctx = {0};
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "command", 1 << 20, &command, &err) < 0 ||
+            params_str_array(req->params, "argv", 4096, &argv, &err) < 0 ||
+            params_obj(req->params, "sandbox", &spec, &err) < 0 ||
+            params_str(req->params, "backend", 64, &backend, &err) < 0 ||
+            params_str(req->params, "cwd", 4096, &cwd, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (!!command + !!argv + !!spec != 1) {
+                sbx_error_param(&err, "command",
+                                "invalid params: give exactly one of 'command', 'argv' or "
+                                "'sandbox' (a sandbox.create spec)");
+                rpc_error(req, &err);
+                return;
+        }
+        ctx.backend = backend ? backend : g.config->default_backend;
+        ctx.host_access = !strcmp(ctx.backend, "local");
+        ctx.cwd = cwd;
+        ctx.protected_paths = g.protected_paths;
+        if (command) {
+                policy_eval_command(g.policy, &ctx, command, &r);
+        } else if (argv) {
+                size_t i, n = json_array_size(argv);
+                char **v = xcalloc(n + 1, sizeof(*v));
+                for (i = 0; i < n; i++)
+                        v[i] = (char *) json_string_value(json_array_get(argv, i));
+                policy_eval_argv(g.policy, &ctx, v, &r);
+                free(v);
+        } else {
+                policy_eval_sandbox(g.policy, &ctx, spec, NULL, &r);
+        }
+        rpc_result(req, json_pack("{s:s,s:o,s:b}", "verdict", policy_verdict_name(r.verdict),
+                                  "findings", policy_findings_json(&r), "host_access",
+                                  r.host_access || ctx.host_access));
+        policy_result_clear(&r);
+}
+
+/* policy.reload */
+void
+method_policy_reload(struct rpc_req *req)
+{
+        static const char *const keys[] = {NULL};
+        struct sbx_error err = {0};
+
+        if (params_known(req->params, keys, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (!daemon_is_admin(conn_uid(req->conn))) {
+                rpc_error_msg(req, SBX_E_PERMISSION,
+                              "permission denied: only root and the daemon's owner may reload "
+                              "the policy");
+                return;
+        }
+        if (server_reload_policy(&err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        rpc_result(req, json_pack("{s:I,s:s}", "rules", (json_int_t) policy_rule_count(g.policy),
+                                  "sha256", policy_sha256(g.policy)));
+}

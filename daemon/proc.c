@@ -1,0 +1,1718 @@
+/* proc.c — exec jobs: validation, policy/approval, start, output streaming, retention, results,
+ * and the process.* methods. */
+#include "daemon/proc.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/shell.h"
+#include "daemon/approval.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/sandbox.h"
+#include "daemon/spool.h"
+#include "protocol/codec.h"
+#include "protocol/params.h"
+#include "protocol/util.h"
+
+#define PROC_MAX_ARGV    4096
+#define PROC_MAX_ENV     1024
+#define PROC_MAX_COMMAND (1u << 20)
+#define PROC_CHUNK       (64 * 1024)
+#define PROC_MAX_WAIT_MS (24LL * 3600 * 1000)
+
+enum proc_state {
+        PROC_PENDING,
+        PROC_POLICY,
+        PROC_APPROVAL,
+        PROC_STARTING,
+        PROC_RUNNING,
+        PROC_EXITED,
+        PROC_FAILED,
+};
+
+struct pstream {
+        uint64_t total; /* raw bytes seen */
+        struct spool *spool;
+        struct buf head; /* first head_cap bytes (foreground only) */
+        char *tail;      /* ring of the last tail_cap bytes */
+        size_t tail_cap;
+        size_t head_cap;
+        uint64_t tail_total; /* bytes written into the ring */
+        char carry[4];       /* incomplete UTF-8 sequence held back (text mode) */
+        size_t ncarry;
+};
+
+struct proc;
+
+/* A connection receiving a process's output notifications. */
+struct proc_sub {
+        struct list node; /* in proc->subs */
+        struct conn_watch watch;
+        struct conn *conn;
+        struct proc *proc;
+        bool foreground; /* the requester of a foreground exec: its close kills the tree */
+        bool lagging;    /* notifications were skipped while its queue was full */
+};
+
+struct read_args {
+        int stream;
+        uint64_t offset;
+        size_t max;
+        bool base64;
+};
+
+/* A request waiting on a process (process.wait, process.read long-poll). */
+struct proc_waiter {
+        struct read_args ra;
+        struct list node;
+        struct proc *proc;
+        struct rpc_req *req;
+        uv_timer_t timer;
+        bool is_read;
+        bool done;
+};
+
+struct proc {
+        struct list node;
+        struct list qnode; /* in sandbox->shell_queue while waiting for the shell */
+        bool holds_shell;
+        int refs;
+        char id[24];
+        uid_t owner;
+        struct sandbox *sb;
+        enum proc_state state;
+        char *command;
+        json_t *argv;
+        char *tag;
+        char *cwd;
+        json_t *env; /* exec env override (owned, may be NULL) */
+        bool background, stream, base64, pty, stdin_open, merge;
+        uint64_t timeout_ms;
+        uint64_t max_output;
+        struct buf stdin_data;
+        uint64_t start_ns, started_wall, ended_wall;
+        double duration_ms;
+        struct pstream out[2];
+        struct backend_proc *bp;
+        const struct backend_ops *ops;
+        int exit_code, sig;
+        bool timed_out, oom, stdin_closed;
+        struct rpc_req *req; /* foreground requester until answered */
+        struct policy_result pr;
+        const char *resolution;
+        char *state_path;
+        struct list subs;
+        struct list waiters;
+        uv_timer_t timer;
+        bool paused;
+        unsigned short rows, cols;
+};
+
+static struct list proc_all = {&proc_all, &proc_all};
+static uv_timer_t proc_gc_timer;
+static char *proc_spool_dir;
+static const char *proc_shell;
+
+static const char *const exec_keys[] = {
+        "sandbox",         "command",          "argv",       "cwd",        "env",    "timeout_s",
+        "stdin",           "stdin_base64",     "stdin_open", "background", "stream", "merge_stderr",
+        "output_encoding", "max_output_bytes", "pty",        "pty_size",   "tag",    NULL};
+static const char *const encodings[] = {"text", "base64", NULL};
+
+static const struct {
+        const char *name;
+        int sig;
+} proc_signals[] = {
+        {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+        {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"STOP", SIGSTOP},
+        {"CONT", SIGCONT}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"ABRT", SIGABRT},
+        {"SEGV", SIGSEGV}, {"BUS", SIGBUS},   {"FPE", SIGFPE},   {"ILL", SIGILL},
+        {"TRAP", SIGTRAP}, {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ}, {"SYS", SIGSYS},
+};
+
+static json_t *
+proc_signal_json(int sig)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(proc_signals); i++)
+                if (proc_signals[i].sig == sig)
+                        return json_sprintf("SIG%s", proc_signals[i].name);
+        return sig ? json_sprintf("SIG%d", sig) : json_null();
+}
+
+static void
+proc_ref(struct proc *p)
+{
+        p->refs++;
+}
+
+static void
+proc_unref(struct proc *p)
+{
+        if (--p->refs > 0)
+                return;
+        for (int i = 0; i < 2; i++) {
+                spool_free(p->out[i].spool);
+                buf_free(&p->out[i].head);
+                free(p->out[i].tail);
+        }
+        if (p->bp)
+                p->ops->exec_release(p->bp);
+        if (p->sb)
+                sandbox_unref(p->sb);
+        policy_result_clear(&p->pr);
+        buf_free(&p->stdin_data);
+        json_decref(p->argv);
+        json_decref(p->env);
+        free(p->command);
+        free(p->tag);
+        free(p->cwd);
+        free(p->state_path);
+        free(p);
+}
+
+static void
+proc_timer_close_cb(uv_handle_t *h)
+{
+        proc_unref(h->data);
+}
+
+/* Drops a process from the registry: its spools go, and memory once nothing refers to it. */
+static void
+proc_forget(struct proc *p)
+{
+        list_del(&p->node);
+        uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
+}
+
+/* Number of processes known. */
+unsigned
+proc_count(void)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        n++;
+        return n;
+}
+
+static bool
+proc_live(const struct proc *p)
+{
+        return p->state < PROC_EXITED;
+}
+
+/* Number of processes not yet ended. */
+unsigned
+proc_running_count(void)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                if (proc_live(LIST_ENTRY(pos, struct proc, node)))
+                        n++;
+        }
+        return n;
+}
+
+static unsigned
+proc_count_uid(uid_t uid, bool live)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (p->owner == uid && proc_live(p) == live)
+                        n++;
+        }
+        return n;
+}
+
+static struct proc *
+proc_find(uid_t uid, const char *id)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (!strcmp(p->id, id) && (p->owner == uid || uid == 0))
+                        return p;
+        }
+        return NULL;
+}
+
+/* ---- output ---- */
+
+static void
+pstream_capture(struct pstream *s, const char *data, size_t len)
+{
+        size_t h = 0;
+
+        if (s->head.len < s->head_cap) {
+                h = MIN(len, s->head_cap - s->head.len);
+                buf_append(&s->head, data, h);
+        }
+        data += h;
+        len -= h;
+        if (!len || !s->tail_cap)
+                return;
+        if (len > s->tail_cap) {
+                s->tail_total += len - s->tail_cap;
+                data += len - s->tail_cap;
+                len = s->tail_cap;
+        }
+        while (len) {
+                size_t pos = (size_t) (s->tail_total % s->tail_cap);
+                size_t n = MIN(len, s->tail_cap - pos);
+                memcpy(s->tail + pos, data, n);
+                s->tail_total += n;
+                data += n;
+                len -= n;
+        }
+}
+
+/* The captured tail in order (new buffer content appended to out). */
+static void
+pstream_tail(const struct pstream *s, struct buf *out)
+{
+        size_t n = (size_t) MIN(s->tail_total, (uint64_t) s->tail_cap);
+        size_t start = s->tail_total > s->tail_cap ? (size_t) (s->tail_total % s->tail_cap) : 0;
+
+        if (!n)
+                return;
+        if (!start) {
+                buf_append(out, s->tail, n);
+                return;
+        }
+        buf_append(out, s->tail + start, s->tail_cap - start);
+        buf_append(out, s->tail, start);
+}
+
+/* Encodes raw bytes for the wire in the process's encoding (new string). */
+static json_t *
+proc_encode(bool base64, const char *data, size_t len)
+{
+        struct buf b = {0};
+        json_t *s;
+
+        if (base64)
+                base64_encode(&b, data, len);
+        else
+                utf8_sanitize(&b, data, len);
+        s = json_stringn(b.data ? b.data : "", b.len);
+        buf_free(&b);
+        return s;
+}
+
+static void
+proc_update_pause(struct proc *p)
+{
+        struct list *pos, *tmp;
+        bool congested = false;
+
+        LIST_FOREACH_SAFE(pos, tmp, &p->subs)
+        {
+                struct proc_sub *s = LIST_ENTRY(pos, struct proc_sub, node);
+                if (s->foreground && conn_congested(s->conn))
+                        congested = true;
+        }
+        if (!p->bp || p->state != PROC_RUNNING || congested == p->paused)
+                return;
+        p->paused = congested;
+        if (congested)
+                p->ops->exec_pause(p->bp);
+        else
+                p->ops->exec_resume(p->bp);
+}
+
+static void
+proc_emit(struct proc *p, int stream, const char *data, size_t len, uint64_t offset)
+{
+        struct list *pos, *tmp;
+        json_t *enc;
+
+        if (!len || list_empty(&p->subs))
+                return;
+        enc = proc_encode(p->base64, data, len);
+        LIST_FOREACH_SAFE(pos, tmp, &p->subs)
+        {
+                struct proc_sub *s = LIST_ENTRY(pos, struct proc_sub, node);
+                if (!s->foreground && conn_congested(s->conn)) {
+                        s->lagging = true; /* the spool keeps it; process.read catches up */
+                        continue;
+                }
+                conn_notify(s->conn, "exec.output",
+                            json_pack("{s:s,s:s,s:O,s:I}", "exec_id", p->id, "stream",
+                                      stream ? "stderr" : "stdout", "data", enc, "offset",
+                                      (json_int_t) offset));
+        }
+        json_decref(enc);
+        proc_update_pause(p);
+}
+
+/* Streams a chunk, holding back an incomplete UTF-8 sequence in text mode. */
+static void
+proc_stream_chunk(struct proc *p, int stream, const char *data, size_t len, bool flush)
+{
+        struct pstream *s = &p->out[stream];
+        uint64_t offset = s->total - len - s->ncarry;
+        char small[PROC_CHUNK + 4];
+        const char *src = data;
+        size_t n = len, k;
+
+        if (p->base64) {
+                proc_emit(p, stream, data, len, s->total - len);
+                return;
+        }
+        if (s->ncarry) {
+                if (len > PROC_CHUNK) {
+                        /* Emit the carry with the first bytes, then the rest separately. */
+                        proc_stream_chunk(p, stream, data, PROC_CHUNK, false);
+                        proc_stream_chunk(p, stream, data + PROC_CHUNK, len - PROC_CHUNK, flush);
+                        return;
+                }
+                memcpy(small, s->carry, s->ncarry);
+                memcpy(small + s->ncarry, data, len);
+                src = small;
+                n = s->ncarry + len;
+                s->ncarry = 0;
+        }
+        k = flush ? n : utf8_complete_prefix(src, n);
+        memcpy(s->carry, src + k, n - k);
+        s->ncarry = n - k;
+        proc_emit(p, stream, src, k, offset);
+}
+
+static void proc_wake_readers(struct proc *p);
+
+static void
+proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t len)
+{
+        struct proc *p = ctx;
+        struct pstream *s = &p->out[stream];
+
+        if (!len)
+                return;
+        s->total += len;
+        spool_write(s->spool, data, len);
+        if (!p->background)
+                pstream_capture(s, data, len);
+        if (p->stream)
+                proc_stream_chunk(p, stream, data, len, false);
+        proc_wake_readers(p);
+}
+
+/* ---- results ---- */
+
+static json_t *
+proc_policy_json(struct proc *p)
+{
+        return json_pack("{s:s,s:s,s:o}", "verdict", policy_verdict_name(p->pr.verdict),
+                         "resolution", p->resolution ? p->resolution : "policy", "findings",
+                         policy_findings_json(&p->pr));
+}
+
+static json_t *
+proc_result_text(struct proc *p, int stream, bool *truncated)
+{
+        struct pstream *s = &p->out[stream];
+        struct buf raw = {0}, tail = {0};
+        json_t *v;
+        uint64_t omitted = s->total > p->max_output ? s->total - p->max_output : 0;
+
+        if (!omitted) {
+                buf_append(&raw, s->head.data, s->head.len);
+                pstream_tail(s, &raw);
+                v = proc_encode(p->base64, raw.data ? raw.data : "", raw.len);
+                buf_free(&raw);
+                return v;
+        }
+        *truncated = true;
+        pstream_tail(s, &tail);
+        if (p->base64) {
+                buf_append(&raw, s->head.data, s->head.len);
+                buf_append(&raw, tail.data, tail.len);
+                v = proc_encode(true, raw.data, raw.len);
+        } else {
+                size_t h = utf8_floor(s->head.data, s->head.len);
+                size_t t = utf8_ceil_start(tail.data, tail.len);
+                utf8_sanitize(&raw, s->head.data, h);
+                buf_appendf(&raw,
+                            "\n[... %llu bytes truncated by sandboxd (max_output_bytes=%llu); "
+                            "the full output is in process.read ...]\n",
+                            (unsigned long long) (omitted + (s->head.len - h) + t),
+                            (unsigned long long) p->max_output);
+                utf8_sanitize(&raw, tail.data + t, tail.len - t);
+                v = json_stringn(raw.data, raw.len);
+        }
+        buf_free(&raw);
+        buf_free(&tail);
+        return v;
+}
+
+static json_t *
+proc_exit_fields(struct proc *p)
+{
+        return json_pack(
+                "{s:s,s:o,s:o,s:b,s:b,s:I,s:I,s:f}", "exec_id", p->id, "exit_code",
+                p->sig || p->state == PROC_FAILED ? json_null() : json_integer(p->exit_code),
+                "signal", proc_signal_json(p->sig), "timed_out", p->timed_out, "oom_killed", p->oom,
+                "stdout_bytes", (json_int_t) p->out[0].total, "stderr_bytes",
+                (json_int_t) p->out[1].total, "duration_ms", p->duration_ms);
+}
+
+static json_t *
+proc_result_json(struct proc *p)
+{
+        json_t *r = proc_exit_fields(p);
+        bool truncated = false;
+
+        json_object_set_new(r, "stdout", proc_result_text(p, 0, &truncated));
+        json_object_set_new(r, "stderr", proc_result_text(p, 1, &truncated));
+        json_object_set_new(r, "truncated", json_boolean(truncated));
+        json_object_set_new(r, "sandbox", json_string(p->sb->id));
+        json_object_set_new(r, "policy", proc_policy_json(p));
+        if (p->base64)
+                json_object_set_new(r, "output_encoding", json_string("base64"));
+        return r;
+}
+
+static void
+proc_sub_free(struct proc_sub *s)
+{
+        list_del(&s->node);
+        conn_watch_del(&s->watch);
+        conn_unref(s->conn);
+        free(s);
+}
+
+static void
+proc_kill_done_cb(void *ctx, int survivors, const struct sbx_error *err)
+{
+        struct proc *p = ctx;
+
+        if (err)
+                log_warn("exec %s: kill: %s", p->id, err->message);
+        proc_unref(p);
+}
+
+static void
+proc_kill_tree(struct proc *p)
+{
+        if (!p->bp || p->state != PROC_RUNNING)
+                return;
+        proc_ref(p);
+        p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, p, proc_kill_done_cb);
+}
+
+static void
+proc_sub_close_cb(struct conn_watch *w)
+{
+        struct proc_sub *s = LIST_ENTRY(w, struct proc_sub, watch);
+        struct proc *p = s->proc;
+        bool fg = s->foreground;
+
+        list_init(&s->watch.node); /* already unlinked by conn */
+        proc_sub_free(s);
+        if (fg && p->state == PROC_RUNNING) {
+                log_info("exec %s: client disconnected during a foreground exec: killing its "
+                         "process tree",
+                         p->id);
+                proc_kill_tree(p);
+        }
+}
+
+static void
+proc_sub_drain_cb(struct conn_watch *w)
+{
+        struct proc_sub *s = LIST_ENTRY(w, struct proc_sub, watch);
+
+        proc_update_pause(s->proc);
+}
+
+static void
+proc_subscribe(struct proc *p, struct conn *c, bool foreground)
+{
+        struct proc_sub *s = xcalloc(1, sizeof(*s));
+
+        s->conn = c;
+        conn_ref(c);
+        s->proc = p;
+        s->foreground = foreground;
+        s->watch.on_close = proc_sub_close_cb;
+        s->watch.on_drain = proc_sub_drain_cb;
+        list_add_tail(&p->subs, &s->node);
+        conn_watch_add(c, &s->watch);
+}
+
+static void proc_waiter_answer(struct proc_waiter *w);
+
+static void
+proc_wake_all(struct proc *p, bool readers_only)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &p->waiters)
+        {
+                struct proc_waiter *w = LIST_ENTRY(pos, struct proc_waiter, node);
+                if (!readers_only || w->is_read)
+                        proc_waiter_answer(w);
+        }
+}
+
+static void
+proc_wake_readers(struct proc *p)
+{
+        if (!list_empty(&p->waiters))
+                proc_wake_all(p, true);
+}
+
+static void
+proc_apply_shell_state(struct proc *p, const struct exec_exit *ex)
+{
+        char *cwd = NULL;
+        json_t *env = NULL;
+        struct sandbox *sb = p->sb;
+
+        if (!ex->state || shell_state_parse(ex->state, ex->state_len, &cwd, &env) < 0)
+                return;
+        if (!p->cwd) {
+                free(sb->cwd);
+                sb->cwd = cwd;
+                cwd = NULL;
+        }
+        if (p->env) {
+                /* An exec's own env holds for that exec only: restore what it overrode. */
+                const char *k;
+                json_t *v, *prev = sb->shell_env ? sb->shell_env : sb->env;
+                json_object_foreach(p->env, k, v)
+                {
+                        json_t *old = json_object_get(prev, k);
+                        if (old)
+                                json_object_set(env, k, old);
+                        else if (json_equal(json_object_get(env, k), v))
+                                json_object_del(env, k);
+                }
+        }
+        json_decref(sb->shell_env);
+        sb->shell_env = env;
+        free(cwd);
+}
+
+static void proc_start(struct proc *p);
+
+/* Hands the sandbox's shell to the next queued command exec. */
+static void
+proc_release_shell(struct proc *p)
+{
+        struct sandbox *sb = p->sb;
+        struct proc *next;
+
+        if (!p->holds_shell)
+                return;
+        p->holds_shell = false;
+        sb->shell_busy = false;
+        while (!sb->shell_busy && !list_empty(&sb->shell_queue)) {
+                next = LIST_ENTRY(sb->shell_queue.next, struct proc, qnode);
+                list_del(&next->qnode);
+                proc_start(next);
+                proc_unref(next);
+        }
+}
+
+static void
+proc_finish(struct proc *p)
+{
+        struct list *pos, *tmp;
+
+        p->ended_wall = util_wall_ms();
+        p->duration_ms = (double) (util_now_ns() - p->start_ns) / 1e6;
+        uv_timer_stop(&p->timer);
+        for (int i = 0; i < 2; i++)
+                if (p->stream && p->out[i].ncarry)
+                        proc_stream_chunk(p, i, "", 0, true);
+        if (p->req) {
+                rpc_result(p->req, proc_result_json(p));
+                p->req = NULL;
+        }
+        LIST_FOREACH_SAFE(pos, tmp, &p->subs)
+        {
+                struct proc_sub *s = LIST_ENTRY(pos, struct proc_sub, node);
+                if (p->background || !s->foreground)
+                        conn_notify(s->conn, "exec.exit", proc_exit_fields(p));
+                proc_sub_free(s);
+        }
+        proc_wake_all(p, false);
+        if (p->sb->running)
+                p->sb->running--;
+        sandbox_touch(p->sb);
+        proc_release_shell(p);
+}
+
+static void
+proc_exit_cb(void *ctx, const struct exec_exit *ex)
+{
+        struct proc *p = ctx;
+
+        p->state = PROC_EXITED;
+        p->exit_code = ex->exit_code;
+        p->sig = ex->signal;
+        p->oom = ex->oom_killed;
+        if (p->state_path)
+                proc_apply_shell_state(p, ex);
+        log_debug("exec %s: exited (code %d, signal %d%s)", p->id, p->exit_code, p->sig,
+                  p->timed_out ? ", timed out" : "");
+        proc_finish(p);
+        proc_unref(p); /* the backend's reference */
+}
+
+static void
+proc_timeout_cb(uv_timer_t *t)
+{
+        struct proc *p = t->data;
+
+        if (p->state != PROC_RUNNING)
+                return;
+        p->timed_out = true;
+        log_info("exec %s: timeout of %llu ms reached: killing its process tree", p->id,
+                 (unsigned long long) p->timeout_ms);
+        proc_kill_tree(p);
+}
+
+static void
+proc_fail(struct proc *p, struct sbx_error *err)
+{
+        p->state = PROC_FAILED;
+        proc_release_shell(p);
+        if (p->req) {
+                rpc_error(p->req, err);
+                p->req = NULL;
+        }
+        sbx_error_clear(err);
+        /* A process that never ran is not worth keeping. */
+        list_del(&p->node);
+        list_init(&p->node);
+        if (p->sb->running)
+                p->sb->running--;
+        uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
+}
+
+/* ---- start ---- */
+
+static void
+env_add(json_t *env, const char *k, const char *v)
+{
+        if (v)
+                json_object_set_new(env, k, json_string(v));
+}
+
+static char **
+proc_build_env(struct proc *p)
+{
+        struct sandbox *sb = p->sb;
+        json_t *env = json_object();
+        const char *k;
+        json_t *v;
+        char **envp;
+        size_t i = 0;
+
+        if (sb->shell_env) {
+                json_object_update(env, sb->shell_env);
+        } else {
+                env_add(env, "PATH",
+                        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+                env_add(env, "HOME", sb->who.home);
+                env_add(env, "USER", sb->who.user);
+                env_add(env, "LOGNAME", sb->who.user);
+                env_add(env, "LANG", "C.UTF-8");
+                env_add(env, "TERM", p->pty ? "xterm-256color" : "dumb");
+                json_object_update(env, sb->env);
+        }
+        if (p->env)
+                json_object_update(env, p->env);
+        envp = xcalloc(json_object_size(env) + 1, sizeof(*envp));
+        json_object_foreach(env, k, v) envp[i++] = xasprintf("%s=%s", k, json_string_value(v));
+        json_decref(env);
+        return envp;
+}
+
+static void
+strv_free(char **v)
+{
+        shell_argv_free(v);
+}
+
+static char **
+proc_build_argv(struct proc *p)
+{
+        char **argv;
+        size_t i;
+        json_t *a;
+
+        if (p->command)
+                return shell_wrap(proc_shell, p->command, p->state_path);
+        argv = xcalloc(json_array_size(p->argv) + 1, sizeof(*argv));
+        json_array_foreach(p->argv, i, a) argv[i] = xstrdup(json_string_value(a));
+        return argv;
+}
+
+static const char *
+proc_effective_cwd(struct proc *p)
+{
+        if (p->cwd)
+                return p->cwd;
+        return p->sb->cwd ? p->sb->cwd : p->sb->workdir;
+}
+
+static void
+proc_start(struct proc *p)
+{
+        static const struct backend_exec_cbs cbs = {proc_output_cb, proc_exit_cb};
+        struct sbx_error err = {0};
+        struct exec_spec spec = {0};
+        char **argv, **envp;
+        int r;
+
+        if (p->sb->state != SANDBOX_READY || (p->req && conn_closing(p->req->conn))) {
+                sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "destroyed"),
+                              "exec '%s' was not started: %s", p->id,
+                              p->sb->state != SANDBOX_READY ? "its sandbox was destroyed"
+                                                            : "the client disconnected");
+                proc_fail(p, &err);
+                return;
+        }
+        p->state = PROC_STARTING;
+        p->ops = p->sb->ops;
+        if (p->command && !p->background) {
+                if (p->sb->shell_busy) {
+                        proc_ref(p);
+                        list_add_tail(&p->sb->shell_queue, &p->qnode);
+                        return;
+                }
+                p->sb->shell_busy = true;
+                p->holds_shell = true;
+                if (!strcmp(p->ops->name, "local"))
+                        p->state_path = xasprintf("%s/%s.state", p->sb->state_dir, p->id);
+        }
+        argv = proc_build_argv(p);
+        envp = proc_build_env(p);
+        spec.exec_id = p->id;
+        spec.argv = argv;
+        spec.envp = envp;
+        spec.cwd = proc_effective_cwd(p);
+        spec.pty = p->pty;
+        spec.pty_rows = p->rows;
+        spec.pty_cols = p->cols;
+        spec.stdin_open = p->stdin_open;
+        spec.stdin_data = p->stdin_data.data;
+        spec.stdin_len = p->stdin_data.len;
+        spec.merge_stderr = p->merge;
+        spec.state_path = p->state_path;
+        spec.who = &p->sb->who;
+        p->start_ns = util_now_ns();
+        p->started_wall = util_wall_ms();
+        proc_ref(p); /* the backend's, dropped in proc_exit_cb */
+        r = p->ops->exec_start(p->sb->bsb, &spec, &cbs, p, &p->bp, &err);
+        strv_free(argv);
+        strv_free(envp);
+        buf_free(&p->stdin_data);
+        if (r < 0) {
+                proc_unref(p);
+                if (!err.code)
+                        sbx_error_backend(&err, p->ops->name, "cannot start: %s", strerror(-r));
+                proc_fail(p, &err);
+                return;
+        }
+        p->state = PROC_RUNNING;
+        p->stdin_closed = !p->stdin_open;
+        if (p->timeout_ms)
+                uv_timer_start(&p->timer, proc_timeout_cb, p->timeout_ms, 0);
+        if (p->background && p->req) {
+                rpc_result(p->req, json_pack("{s:s,s:b,s:s,s:o}", "exec_id", p->id, "background", 1,
+                                             "sandbox", p->sb->id, "policy", proc_policy_json(p)));
+                p->req = NULL;
+        }
+}
+
+static void
+proc_approval_cb(void *ctx, bool allowed, const char *resolution)
+{
+        struct proc *p = ctx;
+        struct sbx_error err = {0};
+
+        p->resolution = resolution;
+        if (!allowed) {
+                sbx_error_set(&err, SBX_E_DENIED,
+                              json_pack("{s:s,s:s,s:o}", "verdict",
+                                        policy_verdict_name(p->pr.verdict), "resolution",
+                                        resolution, "findings", policy_findings_json(&p->pr)),
+                              "denied by policy (%s): %s", resolution,
+                              p->pr.nfindings ? p->pr.findings[0].message : "not approved");
+                proc_fail(p, &err);
+                proc_unref(p);
+                return;
+        }
+        if (p->sb->state != SANDBOX_READY) {
+                sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "destroyed"),
+                              "sandbox '%s' is no longer usable", p->sb->id);
+                proc_fail(p, &err);
+                proc_unref(p);
+                return;
+        }
+        proc_start(p);
+        proc_unref(p);
+}
+
+static void
+proc_judge(struct proc *p)
+{
+        struct policy_ctx pctx = {0};
+        json_t *info;
+
+        p->state = PROC_POLICY;
+        pctx.backend = p->sb->ops->name;
+        pctx.host_access = p->sb->host_access;
+        pctx.cwd = proc_effective_cwd(p);
+        pctx.home = p->sb->who.home;
+        pctx.env = p->sb->shell_env ? p->sb->shell_env : p->sb->env;
+        pctx.protected_paths = g.protected_paths;
+        if (p->command) {
+                policy_eval_command(g.policy, &pctx, p->command, &p->pr);
+        } else {
+                char **argv = proc_build_argv(p);
+                policy_eval_argv(g.policy, &pctx, argv, &p->pr);
+                strv_free(argv);
+        }
+        p->state = PROC_APPROVAL;
+        info = json_pack("{s:s,s:s,s:s}", "kind", "exec", "sandbox", p->sb->id, "backend",
+                         p->sb->ops->name);
+        if (p->command)
+                json_object_set_new(info, "command", json_string(p->command));
+        else
+                json_object_set(info, "argv", p->argv);
+        if (pctx.cwd)
+                json_object_set_new(info, "cwd", json_string(pctx.cwd));
+        proc_ref(p);
+        approval_decide(p->req ? p->req->conn : NULL, p->sb, p->sb->host_access, info, &p->pr,
+                        proc_approval_cb, p);
+}
+
+static void
+proc_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
+{
+        struct proc *p = ctx;
+
+        if (err) {
+                struct sbx_error e = {0};
+                sbx_error_move(&e, err);
+                sbx_error_prefix(&e, "default sandbox");
+                /* No sandbox: pretend it never existed. */
+                p->state = PROC_FAILED;
+                rpc_error(p->req, &e);
+                p->req = NULL;
+                list_del(&p->node);
+                list_init(&p->node);
+                uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
+                return;
+        }
+        p->sb = sb;
+        sandbox_ref(sb);
+        sb->running++;
+        sandbox_touch(sb);
+        proc_judge(p);
+}
+
+/* ---- exec params ---- */
+
+static int
+proc_parse_stdin(struct proc *p, json_t *params, struct sbx_error *err)
+{
+        const char *s = NULL, *b64 = NULL;
+
+        if (params_str(params, "stdin", g.config->max_stdin_bytes, &s, err) < 0 ||
+            params_str(params, "stdin_base64", g.config->max_stdin_bytes / 3 * 4 + 4, &b64, err) <
+                    0)
+                return -1;
+        if (s && b64) {
+                sbx_error_param(err, "stdin_base64",
+                                "invalid params: give either 'stdin' or 'stdin_base64', not both");
+                return -1;
+        }
+        if (s)
+                buf_append(&p->stdin_data, s, strlen(s));
+        if (b64 && base64_decode(&p->stdin_data, b64, strlen(b64)) < 0) {
+                sbx_error_param(err, "stdin_base64",
+                                "invalid params: 'stdin_base64' is not valid "
+                                "base64");
+                return -1;
+        }
+        return 0;
+}
+
+static int
+proc_parse_pty(struct proc *p, json_t *params, struct sbx_error *err)
+{
+        static const char *const keys[] = {"rows", "cols", NULL};
+        json_t *size = NULL;
+        int64_t rows = 24, cols = 80;
+
+        p->rows = 24;
+        p->cols = 80;
+        if (params_obj(params, "pty_size", &size, err) < 0)
+                return -1;
+        if (!size)
+                return 0;
+        if (params_known(size, keys, err) < 0 ||
+            params_int(size, "rows", 1, 1000, &rows, err) < 0 ||
+            params_int(size, "cols", 1, 1000, &cols, err) < 0)
+                return -1;
+        p->rows = (unsigned short) rows;
+        p->cols = (unsigned short) cols;
+        return 0;
+}
+
+static int
+proc_parse_mode(struct proc *p, json_t *params, struct sbx_error *err)
+{
+        int64_t timeout = (int64_t) g.config->default_timeout_s, maxout;
+        int enc = 0;
+
+        p->stream = true;
+        maxout = (int64_t) g.config->default_max_output_bytes;
+        if (params_bool(params, "background", &p->background, err) < 0 ||
+            params_bool(params, "stream", &p->stream, err) < 0 ||
+            params_bool(params, "merge_stderr", &p->merge, err) < 0 ||
+            params_bool(params, "stdin_open", &p->stdin_open, err) < 0 ||
+            params_bool(params, "pty", &p->pty, err) < 0 ||
+            params_enum(params, "output_encoding", encodings, &enc, err) < 0 ||
+            params_int(params, "max_output_bytes", 0, (int64_t) g.config->max_output_bytes_limit,
+                       &maxout, err) < 0 ||
+            params_int(params, "timeout_s", 0, 31536000, &timeout, err) < 0 ||
+            proc_parse_pty(p, params, err) < 0)
+                return -1;
+        if (timeout == 0 && !p->background) {
+                sbx_error_param(err, "timeout_s",
+                                "invalid params: 'timeout_s' 0 (no timeout) is allowed only with "
+                                "'background': true");
+                return -1;
+        }
+        if (!p->background && (uint64_t) timeout > g.config->max_foreground_timeout_s) {
+                sbx_error_param(err, "timeout_s",
+                                "invalid params: 'timeout_s' %lld is above the foreground maximum "
+                                "of %llu s (max_foreground_timeout_s); run it with 'background': "
+                                "true",
+                                (long long) timeout,
+                                (unsigned long long) g.config->max_foreground_timeout_s);
+                return -1;
+        }
+        p->timeout_ms = (uint64_t) timeout * 1000;
+        p->base64 = enc == 1;
+        p->max_output = (uint64_t) maxout;
+        return 0;
+}
+
+static int
+proc_parse(struct proc *p, json_t *params, struct sbx_error *err)
+{
+        const char *command = NULL, *cwd = NULL, *tag = NULL;
+        json_t *argv = NULL, *env = NULL;
+
+        if (params_known(params, exec_keys, err) < 0 ||
+            params_str(params, "command", PROC_MAX_COMMAND, &command, err) < 0 ||
+            params_str_array(params, "argv", PROC_MAX_ARGV, &argv, err) < 0 ||
+            params_str(params, "cwd", 4096, &cwd, err) < 0 ||
+            params_str_map(params, "env", PROC_MAX_ENV, &env, err) < 0 ||
+            params_str(params, "tag", 256, &tag, err) < 0 || proc_parse_mode(p, params, err) < 0 ||
+            proc_parse_stdin(p, params, err) < 0)
+                return -1;
+        if (!command == !argv) {
+                sbx_error_param(err, command ? "argv" : "command",
+                                "invalid params: give exactly one of 'command' (a shell string) "
+                                "or 'argv' (an array of strings)");
+                return -1;
+        }
+        if (cwd && cwd[0] != '/') {
+                sbx_error_param(err, "cwd", "invalid params: 'cwd' must be an absolute path");
+                return -1;
+        }
+        p->command = command ? xstrdup(command) : NULL;
+        p->argv = json_incref(argv);
+        p->cwd = cwd ? xstrdup(cwd) : NULL;
+        p->env = env ? json_deep_copy(env) : NULL;
+        p->tag = tag ? xstrdup(tag) : NULL;
+        return 0;
+}
+
+static struct proc *
+proc_new(uid_t owner)
+{
+        struct proc *p = xcalloc(1, sizeof(*p));
+        char rnd[13];
+
+        util_random_hex(rnd, 12);
+        snprintf(p->id, sizeof(p->id), "p_%s", rnd);
+        p->refs = 1; /* the registry's, dropped by the timer close */
+        p->owner = owner;
+        list_init(&p->subs);
+        list_init(&p->waiters);
+        list_init(&p->qnode);
+        uv_timer_init(g.loop, &p->timer);
+        p->timer.data = p;
+        list_add_tail(&proc_all, &p->node);
+        return p;
+}
+
+static void
+proc_setup_streams(struct proc *p)
+{
+        for (int i = 0; i < 2; i++) {
+                char *path = xasprintf("%s/%s.%s", proc_spool_dir, p->id, i ? "err" : "out");
+                struct pstream *s = &p->out[i];
+                s->spool = spool_new(path, g.config->spool_max_bytes);
+                free(path);
+                if (!p->background) {
+                        s->head_cap = (size_t) (p->max_output / 2);
+                        s->tail_cap = (size_t) (p->max_output - s->head_cap);
+                        s->tail = s->tail_cap ? xmalloc(s->tail_cap) : NULL;
+                }
+        }
+}
+
+static int
+proc_check_limits(uid_t uid, struct sbx_error *err)
+{
+        if (g.stopping) {
+                sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "stopping"),
+                              "the daemon is shutting down and accepts no new execs");
+                return -1;
+        }
+        if (proc_count_uid(uid, true) >= g.config->max_processes_per_uid) {
+                sbx_error_limit(
+                        err, "max_processes_per_uid", (long long) g.config->max_processes_per_uid,
+                        "limit reached: uid %u has %llu processes running "
+                        "(max_processes_per_uid); wait for or kill some first",
+                        (unsigned) uid, (unsigned long long) g.config->max_processes_per_uid);
+                return -1;
+        }
+        return 0;
+}
+
+/* exec */
+void
+method_exec(struct rpc_req *req)
+{
+        struct sbx_error err = {0};
+        uid_t uid = conn_uid(req->conn);
+        const char *sbname = NULL;
+        struct sandbox *sb = NULL;
+        struct proc *p;
+
+        if (proc_check_limits(uid, &err) < 0 ||
+            params_str(req->params, "sandbox", 256, &sbname, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (sbname && !(sb = sandbox_find(uid, sbname))) {
+                rpc_error_msg(req, SBX_E_NO_SANDBOX,
+                              "sandbox '%s' not found (sandbox.list shows yours)", sbname);
+                return;
+        }
+        if (sb && sb->state != SANDBOX_READY) {
+                sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "creating"),
+                              "sandbox '%s' is not ready yet", sbname);
+                rpc_error(req, &err);
+                return;
+        }
+        p = proc_new(uid);
+        if (proc_parse(p, req->params, &err) < 0) {
+                p->state = PROC_FAILED;
+                list_del(&p->node);
+                list_init(&p->node);
+                uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
+                rpc_error(req, &err);
+                return;
+        }
+        p->req = req;
+        proc_setup_streams(p);
+        if (p->stream || !p->background)
+                proc_subscribe(p, req->conn, !p->background);
+        if (sb)
+                proc_sandbox_cb(p, sb, NULL);
+        else
+                sandbox_default(req->conn, proc_sandbox_cb, p);
+}
+
+/* ---- process.* ---- */
+
+static struct proc *
+proc_from_params(struct rpc_req *req, const char *const *keys, struct sbx_error *err)
+{
+        const char *id = NULL;
+        struct proc *p;
+
+        if (params_known(req->params, keys, err) < 0 ||
+            params_str(req->params, "exec_id", 64, &id, err) < 0)
+                return NULL;
+        if (!id) {
+                sbx_error_param(err, "exec_id", "invalid params: 'exec_id' is required");
+                return NULL;
+        }
+        p = proc_find(conn_uid(req->conn), id);
+        if (!p)
+                sbx_error_set(err, SBX_E_NO_PROCESS, NULL,
+                              "process '%s' not found (process.list shows yours; exited processes "
+                              "are kept for %llu s)",
+                              id, (unsigned long long) g.config->exited_retention_s);
+        return p;
+}
+
+static json_t *
+proc_list_entry(struct proc *p)
+{
+        char a[40], b[40];
+        json_t *o;
+
+        util_rfc3339(p->started_wall, a, sizeof(a));
+        util_rfc3339(p->ended_wall, b, sizeof(b));
+        o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:o,s:I,s:I,s:o,s:b}", "exec_id", p->id,
+                      "sandbox", p->sb ? p->sb->id : "", "state",
+                      p->state >= PROC_EXITED ? "exited" : "running", "exit_code",
+                      p->state == PROC_EXITED && !p->sig ? json_integer(p->exit_code) : json_null(),
+                      "signal", proc_signal_json(p->sig), "timed_out", p->timed_out, "started_at",
+                      a, "ended_at", p->state >= PROC_EXITED ? json_string(b) : json_null(),
+                      "stdout_bytes", (json_int_t) p->out[0].total, "stderr_bytes",
+                      (json_int_t) p->out[1].total, "tag",
+                      p->tag ? json_string(p->tag) : json_null(), "background", p->background);
+        if (p->command)
+                json_object_set_new(o, "command", json_string(p->command));
+        else
+                json_object_set(o, "argv", p->argv);
+        return o;
+}
+
+/* process.list */
+void
+method_process_list(struct rpc_req *req)
+{
+        static const char *const keys[] = {"sandbox", "state", NULL};
+        static const char *const states[] = {"running", "exited", NULL};
+        struct sbx_error err = {0};
+        const char *sbname = NULL;
+        struct sandbox *sb = NULL;
+        struct list *pos, *tmp;
+        int state = -1;
+        json_t *a;
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "sandbox", 256, &sbname, &err) < 0 ||
+            params_enum(req->params, "state", states, &state, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (sbname && !(sb = sandbox_find(conn_uid(req->conn), sbname))) {
+                rpc_error_msg(req, SBX_E_NO_SANDBOX, "sandbox '%s' not found", sbname);
+                return;
+        }
+        a = json_array();
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if ((p->owner != conn_uid(req->conn) && conn_uid(req->conn) != 0) || !p->sb)
+                        continue;
+                if ((sb && p->sb != sb) || (state == 0 && !proc_live(p)) ||
+                    (state == 1 && proc_live(p)))
+                        continue;
+                json_array_append_new(a, proc_list_entry(p));
+        }
+        rpc_result(req, json_pack("{s:o}", "processes", a));
+}
+
+static json_t *
+proc_read_json(struct proc *p, const struct read_args *a)
+{
+        struct pstream *s = &p->out[a->stream];
+        struct buf b = {0};
+        uint64_t start = 0;
+        size_t n;
+        bool ended = !proc_live(p);
+        json_t *r;
+
+        spool_read(s->spool, a->offset, a->max, &b, &start);
+        n = b.len;
+        /* Do not split a character unless it is the very end of the stream. */
+        if (!a->base64 && !(ended && start + n == spool_total(s->spool)))
+                n = utf8_complete_prefix(b.data ? b.data : "", n);
+        r = json_pack("{s:o,s:I,s:I,s:b,s:s,s:o,s:o,s:I}", "data",
+                      proc_encode(a->base64, b.data ? b.data : "", n), "offset", (json_int_t) start,
+                      "next_offset", (json_int_t) (start + n), "eof",
+                      ended && start + n >= spool_total(s->spool), "state",
+                      ended ? "exited" : "running", "exit_code",
+                      p->state == PROC_EXITED && !p->sig ? json_integer(p->exit_code) : json_null(),
+                      "signal", proc_signal_json(p->sig), "dropped_bytes",
+                      (json_int_t) spool_first(s->spool));
+        buf_free(&b);
+        return r;
+}
+
+static json_t *
+proc_wait_json(struct proc *p)
+{
+        json_t *r;
+
+        if (proc_live(p))
+                return json_pack("{s:s,s:s}", "exec_id", p->id, "state", "running");
+        r = proc_exit_fields(p);
+        json_object_set_new(r, "state", json_string("exited"));
+        json_object_set_new(
+                r, "truncated",
+                json_boolean(p->out[0].total > p->max_output || p->out[1].total > p->max_output));
+        json_object_set_new(r, "policy", proc_policy_json(p));
+        return r;
+}
+
+static void
+proc_waiter_close_cb(uv_handle_t *h)
+{
+        struct proc_waiter *w = h->data;
+
+        proc_unref(w->proc);
+        free(w);
+}
+
+static void
+proc_waiter_answer(struct proc_waiter *w)
+{
+        struct proc *p = w->proc;
+
+        if (w->done)
+                return;
+        w->done = true;
+        list_del(&w->node);
+        uv_timer_stop(&w->timer);
+        if (w->is_read)
+                rpc_result(w->req, proc_read_json(p, &w->ra));
+        else
+                rpc_result(w->req, proc_wait_json(p));
+        uv_close((uv_handle_t *) &w->timer, proc_waiter_close_cb);
+}
+
+static void
+proc_waiter_timeout_cb(uv_timer_t *t)
+{
+        proc_waiter_answer(t->data);
+}
+
+static void
+proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms, const struct read_args *ra)
+{
+        struct proc_waiter *w = xcalloc(1, sizeof(*w));
+
+        if (ra)
+                w->ra = *ra;
+        w->proc = p;
+        proc_ref(p);
+        w->req = req;
+        w->is_read = ra != NULL;
+        uv_timer_init(g.loop, &w->timer);
+        w->timer.data = w;
+        list_add_tail(&p->waiters, &w->node);
+        if (timeout_ms)
+                uv_timer_start(&w->timer, proc_waiter_timeout_cb, timeout_ms, 0);
+}
+
+/* process.read */
+void
+method_process_read(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "stream",          "offset", "max_bytes",
+                                           "wait_ms", "output_encoding", NULL};
+        static const char *const streams[] = {"stdout", "stderr", NULL};
+        struct sbx_error err = {0};
+        struct proc *p = proc_from_params(req, keys, &err);
+        int stream = 0, enc = -1;
+        int64_t offset = 0, max = 65536, wait = 0;
+        struct read_args a;
+
+        if (!p || params_enum(req->params, "stream", streams, &stream, &err) < 0 ||
+            params_int(req->params, "offset", 0, INT64_MAX, &offset, &err) < 0 ||
+            params_int(req->params, "max_bytes", 1, 16 << 20, &max, &err) < 0 ||
+            params_int(req->params, "wait_ms", 0, PROC_MAX_WAIT_MS, &wait, &err) < 0 ||
+            params_enum(req->params, "output_encoding", encodings, &enc, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        a.stream = stream;
+        a.offset = (uint64_t) offset;
+        a.max = (size_t) max;
+        a.base64 = enc < 0 ? p->base64 : enc == 1;
+        if (wait && proc_live(p) && (uint64_t) offset >= spool_total(p->out[stream].spool)) {
+                proc_wait_on(p, req, (uint64_t) wait, &a);
+                return;
+        }
+        rpc_result(req, proc_read_json(p, &a));
+}
+
+/* process.write */
+void
+method_process_write(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "data", "data_base64", "eof", NULL};
+        struct sbx_error err = {0};
+        struct proc *p = proc_from_params(req, keys, &err);
+        const char *data = NULL, *b64 = NULL;
+        bool eof = false;
+        struct buf b = {0};
+        int r;
+
+        if (!p || params_str(req->params, "data", g.config->max_stdin_bytes, &data, &err) < 0 ||
+            params_str(req->params, "data_base64", g.config->max_stdin_bytes / 3 * 4 + 4, &b64,
+                       &err) < 0 ||
+            params_bool(req->params, "eof", &eof, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (data)
+                buf_append(&b, data, strlen(data));
+        if (b64 && base64_decode(&b, b64, strlen(b64)) < 0) {
+                buf_free(&b);
+                sbx_error_param(&err, "data_base64",
+                                "invalid params: 'data_base64' is not "
+                                "valid base64");
+                rpc_error(req, &err);
+                return;
+        }
+        if (p->state != PROC_RUNNING || p->stdin_closed) {
+                buf_free(&b);
+                rpc_error_msg(req, SBX_E_STDIN_CLOSED,
+                              "stdin of '%s' is not open (start the exec with 'stdin_open': "
+                              "true; it closes after eof or when the process exits)",
+                              p->id);
+                return;
+        }
+        r = p->ops->exec_write(p->bp, b.data, b.len, eof);
+        if (eof)
+                p->stdin_closed = true;
+        if (r < 0) {
+                buf_free(&b);
+                rpc_error_msg(req, SBX_E_STDIN_CLOSED, "stdin of '%s' is closed: %s", p->id,
+                              strerror(-r));
+                return;
+        }
+        rpc_result(req, json_pack("{s:I}", "written", (json_int_t) b.len));
+        buf_free(&b);
+}
+
+static int
+proc_parse_signal(json_t *params, int *sig, struct sbx_error *err)
+{
+        json_t *v = json_object_get(params, "signal");
+        const char *s;
+
+        if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65) {
+                *sig = (int) json_integer_value(v);
+                return 0;
+        }
+        s = json_string_value(v);
+        if (s && !strncmp(s, "SIG", 3))
+                s += 3;
+        for (size_t i = 0; s && i < ARRAY_SIZE(proc_signals); i++) {
+                if (!strcmp(proc_signals[i].name, s)) {
+                        *sig = proc_signals[i].sig;
+                        return 0;
+                }
+        }
+        sbx_error_param(err, "signal",
+                        "invalid params: 'signal' must be a name such as \"TERM\", \"KILL\", "
+                        "\"INT\", \"HUP\" or a number from 1 to 64");
+        return -1;
+}
+
+/* process.signal */
+void
+method_process_signal(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "signal", NULL};
+        struct sbx_error err = {0};
+        struct proc *p = proc_from_params(req, keys, &err);
+        int sig = 0, r;
+
+        if (!p || proc_parse_signal(req->params, &sig, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (p->state != PROC_RUNNING) {
+                rpc_error_msg(req, SBX_E_NO_PROCESS, "process '%s' is not running", p->id);
+                return;
+        }
+        r = p->ops->exec_signal(p->bp, sig);
+        if (r < 0) {
+                sbx_error_backend(&err, p->ops->name, "signal: %s", strerror(-r));
+                rpc_error(req, &err);
+                return;
+        }
+        rpc_result(req, json_object());
+}
+
+struct proc_kill_req {
+        struct proc *p;
+        struct rpc_req *req;
+};
+
+static void
+proc_kill_reply_cb(void *ctx, int survivors, const struct sbx_error *err)
+{
+        struct proc_kill_req *k = ctx;
+
+        if (err) {
+                struct sbx_error e = {0};
+                sbx_error_set(&e, err->code, json_incref(err->data), "%s", err->message);
+                rpc_error(k->req, &e);
+        } else {
+                rpc_result(k->req, json_pack("{s:s,s:b,s:i}", "exec_id", k->p->id, "killed",
+                                             survivors == 0, "survivors", survivors));
+        }
+        proc_unref(k->p);
+        free(k);
+}
+
+/* process.kill */
+void
+method_process_kill(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "grace_ms", NULL};
+        struct sbx_error err = {0};
+        int64_t grace = (int64_t) g.config->kill_grace_ms;
+        struct proc *p = params_int(req->params, "grace_ms", 0, 600000, &grace, &err) < 0
+                                 ? NULL
+                                 : proc_from_params(req, keys, &err);
+        struct proc_kill_req *k;
+
+        if (!p) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (p->state != PROC_RUNNING) {
+                rpc_result(req, json_pack("{s:s,s:b,s:i,s:b}", "exec_id", p->id, "killed", 1,
+                                          "survivors", 0, "already_exited", 1));
+                return;
+        }
+        k = xcalloc(1, sizeof(*k));
+        k->p = p;
+        proc_ref(p);
+        k->req = req;
+        p->ops->exec_kill(p->bp, (unsigned) grace, k, proc_kill_reply_cb);
+}
+
+/* process.wait */
+void
+method_process_wait(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "timeout_ms", NULL};
+        struct sbx_error err = {0};
+        int64_t timeout = -1;
+        struct proc *p =
+                params_int(req->params, "timeout_ms", 0, PROC_MAX_WAIT_MS, &timeout, &err) < 0
+                        ? NULL
+                        : proc_from_params(req, keys, &err);
+
+        if (!p) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (!proc_live(p) || timeout == 0) {
+                rpc_result(req, proc_wait_json(p));
+                return;
+        }
+        /* Without timeout_ms, wait until the process ends. */
+        proc_wait_on(p, req, timeout > 0 ? (uint64_t) timeout : 0, NULL);
+}
+
+static void
+proc_replay(struct proc *p, struct conn *c, int stream, uint64_t from)
+{
+        struct pstream *s = &p->out[stream];
+        uint64_t off = from;
+
+        while (off < spool_total(s->spool)) {
+                struct buf b = {0};
+                uint64_t start;
+                size_t n;
+                if (spool_read(s->spool, off, PROC_CHUNK, &b, &start) < 0 || !b.len) {
+                        buf_free(&b);
+                        break;
+                }
+                n = p->base64 ? b.len : utf8_complete_prefix(b.data, b.len);
+                if (!n)
+                        n = b.len;
+                conn_notify(c, "exec.output",
+                            json_pack("{s:s,s:s,s:o,s:I}", "exec_id", p->id, "stream",
+                                      stream ? "stderr" : "stdout", "data",
+                                      proc_encode(p->base64, b.data, n), "offset",
+                                      (json_int_t) start));
+                off = start + n;
+                buf_free(&b);
+        }
+}
+
+/* process.attach */
+void
+method_process_attach(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "offsets", NULL};
+        static const char *const okeys[] = {"stdout", "stderr", NULL};
+        struct sbx_error err = {0};
+        struct proc *p = proc_from_params(req, keys, &err);
+        json_t *offsets = NULL;
+        int64_t o[2] = {0, 0};
+
+        if (!p || params_obj(req->params, "offsets", &offsets, &err) < 0 ||
+            (offsets && (params_known(offsets, okeys, &err) < 0 ||
+                         params_int(offsets, "stdout", 0, INT64_MAX, &o[0], &err) < 0 ||
+                         params_int(offsets, "stderr", 0, INT64_MAX, &o[1], &err) < 0))) {
+                rpc_error(req, &err);
+                return;
+        }
+        for (int i = 0; i < 2; i++)
+                proc_replay(p, req->conn, i, (uint64_t) o[i]);
+        if (proc_live(p)) {
+                proc_subscribe(p, req->conn, false);
+                p->stream = true;
+        }
+        rpc_result(req, json_pack("{s:s,s:s}", "exec_id", p->id, "state",
+                                  proc_live(p) ? "running" : "exited"));
+        if (!proc_live(p))
+                conn_notify(req->conn, "exec.exit", proc_exit_fields(p));
+}
+
+/* process.resize */
+void
+method_process_resize(struct rpc_req *req)
+{
+        static const char *const keys[] = {"exec_id", "rows", "cols", NULL};
+        struct sbx_error err = {0};
+        struct proc *p = proc_from_params(req, keys, &err);
+        int64_t rows = 0, cols = 0;
+
+        if (!p || params_int(req->params, "rows", 1, 1000, &rows, &err) <= 0 ||
+            params_int(req->params, "cols", 1, 1000, &cols, &err) <= 0) {
+                if (!err.code)
+                        sbx_error_param(&err, rows ? "cols" : "rows",
+                                        "invalid params: 'rows' and 'cols' are required");
+                rpc_error(req, &err);
+                return;
+        }
+        if (!p->pty || p->state != PROC_RUNNING) {
+                rpc_error_msg(req, SBX_E_PARAMS, "process '%s' is not a running pty exec", p->id);
+                return;
+        }
+        p->ops->exec_resize(p->bp, (unsigned short) rows, (unsigned short) cols);
+        rpc_result(req, json_object());
+}
+
+/* ---- lifecycle ---- */
+
+struct proc_killall {
+        unsigned pending;
+        void (*cb)(void *ctx);
+        void *ctx;
+};
+
+static void
+proc_killall_one_cb(void *ctx, int survivors, const struct sbx_error *err)
+{
+        struct proc_killall *k = ctx;
+
+        if (--k->pending == 0) {
+                k->cb(k->ctx);
+                free(k);
+        }
+}
+
+/* Kills every running exec of sb (NULL: all). */
+void
+proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
+{
+        struct proc_killall *k = xcalloc(1, sizeof(*k));
+        struct list *pos, *tmp;
+
+        k->cb = cb;
+        k->ctx = ctx;
+        k->pending = 1;
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (p->state != PROC_RUNNING || (sb && p->sb != sb))
+                        continue;
+                k->pending++;
+                p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, k,
+                                  proc_killall_one_cb);
+        }
+        proc_killall_one_cb(k, 0, NULL);
+}
+
+static void
+proc_gc_cb(uv_timer_t *t)
+{
+        struct list *pos, *tmp;
+        uint64_t now = util_wall_ms();
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (p->state != PROC_EXITED)
+                        continue;
+                if (now - p->ended_wall >= g.config->exited_retention_s * 1000 ||
+                    proc_count_uid(p->owner, false) > g.config->max_exited_per_uid)
+                        proc_forget(p);
+        }
+}
+
+static const char *
+proc_find_shell(void)
+{
+        if (g.config->shell)
+                return g.config->shell;
+        if (access("/bin/bash", X_OK) == 0)
+                return "/bin/bash";
+        return "/bin/sh";
+}
+
+/* Sets up the spool directory and the retention timer. */
+void
+proc_init(uv_loop_t *loop)
+{
+        proc_spool_dir = xasprintf("%s/spool", g.state_dir);
+        if (mkdir(proc_spool_dir, 0700) < 0 && errno != EEXIST)
+                log_warn("cannot create '%s': %s (output retention disabled)", proc_spool_dir,
+                         strerror(errno));
+        proc_shell = proc_find_shell();
+        uv_timer_init(loop, &proc_gc_timer);
+        uv_timer_start(&proc_gc_timer, proc_gc_cb, 5000, 5000);
+        uv_unref((uv_handle_t *) &proc_gc_timer);
+}
+
+/* Forgets every process (shutdown). */
+void
+proc_shutdown(void)
+{
+        struct list *pos, *tmp;
+
+        uv_timer_stop(&proc_gc_timer);
+        uv_close((uv_handle_t *) &proc_gc_timer, NULL);
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        proc_forget(LIST_ENTRY(pos, struct proc, node));
+        free(proc_spool_dir);
+        proc_spool_dir = NULL;
+}

@@ -1,0 +1,813 @@
+/* sandbox.c — sandbox registry and the sandbox.* methods. */
+#include "daemon/sandbox.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/approval.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/proc.h"
+#include "protocol/params.h"
+#include "protocol/util.h"
+
+#define SANDBOX_MAX_ENV    1024
+#define SANDBOX_MAX_STRING 4096
+
+/* A request waiting for a sandbox being created. */
+struct sandbox_waiter {
+        struct list node;
+        sandbox_ready_cb cb;
+        void *ctx;
+};
+
+/* One create in progress. */
+struct sandbox_create {
+        struct sandbox *sb;
+        struct conn *conn; /* referenced; for approval and progress */
+        struct policy_result pr;
+        struct sandbox_spec spec;
+};
+
+static struct list sandbox_all = {&sandbox_all, &sandbox_all};
+static uv_timer_t sandbox_timer;
+static uint64_t sandbox_seq;
+
+static const char *const sandbox_keys[] = {
+        "backend",   "name",    "image",     "workdir",        "env",    "labels", "network",
+        "resources", "mounts",  "timeout_s", "idle_timeout_s", "docker", "ssh",    "singularity",
+        "modal",     "daytona", NULL};
+static const char *const sandbox_networks[] = {"none", "bridge", "host", NULL};
+
+/* Copies a peer's identity. */
+void
+sandbox_identity(struct conn *c, struct backend_identity *who)
+{
+        size_t n;
+        const gid_t *groups = conn_groups(c, &n);
+        struct passwd *pw = getpwuid(conn_uid(c));
+
+        memset(who, 0, sizeof(*who));
+        who->uid = conn_uid(c);
+        who->gid = conn_gid(c);
+        who->ngroups = n;
+        who->groups = xcalloc(n ? n : 1, sizeof(gid_t));
+        memcpy(who->groups, groups, n * sizeof(gid_t));
+        who->user = pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned) who->uid);
+        who->home = pw && pw->pw_dir && *pw->pw_dir ? xstrdup(pw->pw_dir) : xstrdup("/");
+}
+
+/* Frees a copied identity. */
+void
+sandbox_identity_free(struct backend_identity *who)
+{
+        free(who->groups);
+        free((char *) who->user);
+        free((char *) who->home);
+        memset(who, 0, sizeof(*who));
+}
+
+/* Takes a reference. */
+void
+sandbox_ref(struct sandbox *sb)
+{
+        sb->refs++;
+}
+
+/* Drops a reference; the last one frees. */
+void
+sandbox_unref(struct sandbox *sb)
+{
+        if (--sb->refs > 0)
+                return;
+        list_del(&sb->node);
+        sandbox_identity_free(&sb->who);
+        json_decref(sb->spec);
+        json_decref(sb->env);
+        json_decref(sb->findings);
+        json_decref(sb->enforced);
+        json_decref(sb->details);
+        json_decref(sb->shell_env);
+        json_decref(sb->approvals);
+        free(sb->name);
+        free(sb->workdir);
+        free(sb->image);
+        free(sb->state_dir);
+        free(sb->cwd);
+        free(sb);
+}
+
+/* Finds by id or name for uid. */
+struct sandbox *
+sandbox_find(uid_t uid, const char *key)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (sb->state == SANDBOX_GONE || sb->state == SANDBOX_DESTROYING)
+                        continue;
+                if (sb->owner != uid && uid != 0)
+                        continue;
+                if (!strcmp(sb->id, key))
+                        return sb;
+                if (sb->owner == uid && !strcmp(sb->name, key))
+                        return sb;
+        }
+        return NULL;
+}
+
+/* Activity for the idle timeout. */
+void
+sandbox_touch(struct sandbox *sb)
+{
+        sb->last_activity_ms = util_now_ms();
+}
+
+/* All sandboxes. */
+unsigned
+sandbox_count(void)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        n++;
+        return n;
+}
+
+/* Sandboxes of one uid. */
+unsigned
+sandbox_count_uid(uid_t uid)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                if (LIST_ENTRY(pos, struct sandbox, node)->owner == uid)
+                        n++;
+        }
+        return n;
+}
+
+static const char *const sandbox_state_names[] = {"creating", "ready", "destroying", "gone"};
+
+/* The protocol's sandbox object. */
+json_t *
+sandbox_json(const struct sandbox *sb, bool reused)
+{
+        char ts[40];
+        json_t *o;
+
+        util_rfc3339(sb->created_wall_ms, ts, sizeof(ts));
+        o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:b,s:O,s:s,s:i,s:O,s:O}", "id", sb->id, "name",
+                      sb->name, "backend", sb->ops->name, "state", sandbox_state_names[sb->state],
+                      "image", sb->image ? json_string(sb->image) : json_null(), "workdir",
+                      sb->workdir ? json_string(sb->workdir) : json_null(), "reused", reused,
+                      "host_access", sb->host_access, "findings",
+                      sb->findings ? sb->findings : json_array(), "created_at", ts, "owner_uid",
+                      (int) sb->owner, "env", sb->env, "labels",
+                      json_object_get(sb->spec, "labels") ? json_object_get(sb->spec, "labels")
+                                                          : json_object());
+        json_object_set_new(o, "enforced",
+                            sb->enforced ? json_incref(sb->enforced) : json_object());
+        if (sb->details)
+                json_object_set(o, "details", sb->details);
+        if (sb->timeout_s)
+                json_object_set_new(o, "timeout_s", json_integer((json_int_t) sb->timeout_s));
+        if (sb->idle_timeout_s)
+                json_object_set_new(o, "idle_timeout_s",
+                                    json_integer((json_int_t) sb->idle_timeout_s));
+        return o;
+}
+
+static void
+sandbox_notify_waiters(struct sandbox *sb, struct sbx_error *err)
+{
+        struct list *pos, *tmp;
+
+        sandbox_ref(sb);
+        LIST_FOREACH_SAFE(pos, tmp, &sb->waiters)
+        {
+                struct sandbox_waiter *w = LIST_ENTRY(pos, struct sandbox_waiter, node);
+                struct sbx_error copy = {0};
+                list_del(&w->node);
+                if (err)
+                        sbx_error_set(&copy, err->code, json_incref(err->data), "%s", err->message);
+                w->cb(w->ctx, err ? NULL : sb, err ? &copy : NULL);
+                sbx_error_clear(&copy);
+                free(w);
+        }
+        sandbox_unref(sb);
+}
+
+static void
+sandbox_add_waiter(struct sandbox *sb, sandbox_ready_cb cb, void *ctx)
+{
+        struct sandbox_waiter *w = xcalloc(1, sizeof(*w));
+
+        w->cb = cb;
+        w->ctx = ctx;
+        list_add_tail(&sb->waiters, &w->node);
+}
+
+static void
+sandbox_create_free(struct sandbox_create *sc)
+{
+        policy_result_clear(&sc->pr);
+        conn_unref(sc->conn);
+        sandbox_unref(sc->sb);
+        free(sc);
+}
+
+static void
+sandbox_create_fail(struct sandbox_create *sc, struct sbx_error *err)
+{
+        struct sandbox *sb = sc->sb;
+
+        sb->state = SANDBOX_GONE;
+        log_info("sandbox %s ('%s', uid %u): create failed: %s", sb->id, sb->name,
+                 (unsigned) sb->owner, err->message);
+        sandbox_notify_waiters(sb, err);
+        sandbox_unref(sb); /* the registry's reference */
+        sandbox_create_free(sc);
+}
+
+static void
+sandbox_progress_cb(void *ctx, const char *phase, const char *message, int64_t current,
+                    int64_t total)
+{
+        struct sandbox_create *sc = ctx;
+        json_t *p = json_pack("{s:s,s:s,s:s}", "sandbox", sc->sb->id, "phase", phase, "message",
+                              message ? message : "");
+
+        if (current >= 0)
+                json_object_set_new(p, "current", json_integer(current));
+        if (total >= 0)
+                json_object_set_new(p, "total", json_integer(total));
+        conn_notify(sc->conn, "sandbox.progress", p);
+}
+
+static void
+sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_info *info,
+                   const struct sbx_error *berr)
+{
+        struct sandbox_create *sc = ctx;
+        struct sandbox *sb = sc->sb;
+        struct sbx_error err = {0};
+
+        if (berr || !bsb) {
+                sbx_error_set(&err, berr ? berr->code : SBX_E_BACKEND,
+                              berr ? json_incref(berr->data) : NULL, "%s",
+                              berr ? berr->message : "backend failed");
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sb->bsb = bsb;
+        sb->state = SANDBOX_READY;
+        if (info->workdir) {
+                free(sb->workdir);
+                sb->workdir = xstrdup(info->workdir);
+        }
+        if (info->image) {
+                free(sb->image);
+                sb->image = xstrdup(info->image);
+        }
+        sb->host_access = sb->host_access || info->host_access;
+        sb->enforced = info->enforced ? json_incref(info->enforced) : NULL;
+        sb->details = info->details ? json_incref(info->details) : NULL;
+        sandbox_touch(sb);
+        log_info("sandbox %s ('%s', %s, uid %u) ready", sb->id, sb->name, sb->ops->name,
+                 (unsigned) sb->owner);
+        sandbox_notify_waiters(sb, NULL);
+        sandbox_create_free(sc);
+}
+
+static int
+sandbox_make_state_dir(struct sandbox *sb, struct sbx_error *err)
+{
+        char *dir = xasprintf("%s/sandboxes", g.state_dir);
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "cannot create '%s': %s", dir,
+                              strerror(errno));
+                free(dir);
+                return -1;
+        }
+        sb->state_dir = xasprintf("%s/%s", dir, sb->id);
+        free(dir);
+        if (mkdir(sb->state_dir, 0700) < 0 && errno != EEXIST) {
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "cannot create '%s': %s", sb->state_dir,
+                              strerror(errno));
+                return -1;
+        }
+        return 0;
+}
+
+static void
+sandbox_start_backend(struct sandbox_create *sc)
+{
+        struct sandbox *sb = sc->sb;
+        struct sandbox_spec *s = &sc->spec;
+        json_t *res = json_object_get(sb->spec, "resources");
+        struct sbx_error err = {0};
+
+        if (sandbox_make_state_dir(sb, &err) < 0) {
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        s->id = sb->id;
+        s->name = sb->name;
+        s->image = json_string_value(json_object_get(sb->spec, "image"));
+        s->workdir = json_string_value(json_object_get(sb->spec, "workdir"));
+        s->network = json_string_value(json_object_get(sb->spec, "network"));
+        s->env = sb->env;
+        s->labels = json_object_get(sb->spec, "labels");
+        s->mounts = json_object_get(sb->spec, "mounts");
+        s->section = json_object_get(sb->spec, sb->ops->name);
+        s->res.cpus = json_number_value(json_object_get(res, "cpus"));
+        s->res.memory_mb = json_integer_value(json_object_get(res, "memory_mb"));
+        s->res.pids = json_integer_value(json_object_get(res, "pids"));
+        s->res.disk_mb = json_integer_value(json_object_get(res, "disk_mb"));
+        s->state_dir = sb->state_dir;
+        s->owner = &sb->who;
+        sb->ops->create(s, sc, sandbox_progress_cb, sandbox_created_cb);
+}
+
+static void
+sandbox_approval_cb(void *ctx, bool allowed, const char *resolution)
+{
+        struct sandbox_create *sc = ctx;
+        struct sbx_error err = {0};
+
+        if (!allowed) {
+                sbx_error_set(&err, SBX_E_DENIED,
+                              json_pack("{s:s,s:s,s:o}", "verdict",
+                                        policy_verdict_name(sc->pr.verdict), "resolution",
+                                        resolution, "findings", policy_findings_json(&sc->pr)),
+                              "denied by policy (%s): the sandbox spec was not approved",
+                              resolution);
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sandbox_start_backend(sc);
+}
+
+static int
+sandbox_parse_resources(json_t *params, struct sbx_error *err)
+{
+        json_t *res = NULL;
+        static const char *const keys[] = {"cpus", "memory_mb", "pids", "disk_mb", NULL};
+        double d;
+        int64_t n;
+
+        if (params_obj(params, "resources", &res, err) <= 0)
+                return err->code ? -1 : 0;
+        if (params_known(res, keys, err) < 0 || params_num(res, "cpus", 0.01, 1024, &d, err) < 0 ||
+            params_int(res, "memory_mb", 4, 1 << 24, &n, err) < 0 ||
+            params_int(res, "pids", 1, 1 << 22, &n, err) < 0 ||
+            params_int(res, "disk_mb", 1, 1 << 30, &n, err) < 0) {
+                if (err->data)
+                        json_object_set_new(
+                                err->data, "param",
+                                json_sprintf("resources.%s", json_string_value(json_object_get(
+                                                                     err->data, "param"))));
+                return -1;
+        }
+        return 0;
+}
+
+static int
+sandbox_validate(json_t *p, struct sbx_error *err)
+{
+        const char *s;
+        json_t *j;
+        int64_t n;
+        int e;
+
+        if (params_known(p, sandbox_keys, err) < 0 || params_str(p, "backend", 64, &s, err) < 0 ||
+            params_str(p, "name", 128, &s, err) < 0 ||
+            params_str(p, "image", SANDBOX_MAX_STRING, &s, err) < 0 ||
+            params_str(p, "workdir", SANDBOX_MAX_STRING, &s, err) < 0 ||
+            params_str_map(p, "env", SANDBOX_MAX_ENV, &j, err) < 0 ||
+            params_str_map(p, "labels", 256, &j, err) < 0 ||
+            params_enum(p, "network", sandbox_networks, &e, err) < 0 ||
+            params_arr(p, "mounts", &j, err) < 0 ||
+            params_int(p, "timeout_s", 0, 31536000, &n, err) < 0 ||
+            params_int(p, "idle_timeout_s", 0, 31536000, &n, err) < 0 ||
+            sandbox_parse_resources(p, err) < 0)
+                return -1;
+        for (size_t i = 0; sandbox_keys[i]; i++) {
+                if (i >= 11 && json_object_get(p, sandbox_keys[i]) &&
+                    !json_is_object(json_object_get(p, sandbox_keys[i]))) {
+                        sbx_error_param(err, sandbox_keys[i],
+                                        "invalid params: '%s' must be an object", sandbox_keys[i]);
+                        return -1;
+                }
+        }
+        s = json_string_value(json_object_get(p, "name"));
+        if (s && (!*s || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                   "._-") != strlen(s))) {
+                sbx_error_param(err, "name",
+                                "invalid params: 'name' may use only letters, digits, '.', '_' "
+                                "and '-'");
+                return -1;
+        }
+        s = json_string_value(json_object_get(p, "workdir"));
+        if (s && s[0] != '/') {
+                sbx_error_param(err, "workdir", "invalid params: 'workdir' must be absolute");
+                return -1;
+        }
+        return 0;
+}
+
+static struct sandbox *
+sandbox_new(struct conn *c, json_t *params, const struct backend_ops *ops, const char *name)
+{
+        struct sandbox *sb = xcalloc(1, sizeof(*sb));
+        json_t *env = json_object_get(params, "env");
+        char rnd[9];
+
+        util_random_hex(rnd, 8);
+        snprintf(sb->id, sizeof(sb->id), "sbx_%s", rnd);
+        sb->refs = 1; /* the registry's */
+        sb->owner = conn_uid(c);
+        sandbox_identity(c, &sb->who);
+        sb->name = name ? xstrdup(name)
+                        : xasprintf("sandbox-%llu", (unsigned long long) ++sandbox_seq);
+        sb->ops = ops;
+        sb->state = SANDBOX_CREATING;
+        sb->spec = json_deep_copy(params);
+        if (!json_object_get(sb->spec, "labels"))
+                json_object_set_new(sb->spec, "labels", json_object());
+        if (!json_object_get(sb->spec, "mounts"))
+                json_object_set_new(sb->spec, "mounts", json_array());
+        json_object_set_new(sb->spec, "backend", json_string(ops->name));
+        sb->env = env ? json_deep_copy(env) : json_object();
+        sb->created_wall_ms = util_wall_ms();
+        sb->timeout_s = (uint64_t) json_integer_value(json_object_get(params, "timeout_s"));
+        sb->idle_timeout_s =
+                (uint64_t) json_integer_value(json_object_get(params, "idle_timeout_s"));
+        sb->approvals = json_array();
+        list_init(&sb->waiters);
+        list_init(&sb->shell_queue);
+        list_add_tail(&sandbox_all, &sb->node);
+        return sb;
+}
+
+/* Validates, judges and creates; cb gets the result (or the existing sandbox of that name). */
+static void
+sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void *ctx, bool *reused)
+{
+        struct sbx_error err = {0};
+        const char *bname = json_string_value(json_object_get(params, "backend"));
+        const char *name = json_string_value(json_object_get(params, "name"));
+        const struct backend_ops *ops;
+        struct sandbox *sb;
+        struct sandbox_create *sc;
+        struct policy_ctx pctx = {0};
+
+        if (sandbox_validate(params, &err) < 0)
+                goto fail;
+        if (!bname)
+                bname = g.config->default_backend;
+        ops = backend_lookup(bname);
+        if (!ops) {
+                sbx_error_param(&err, "backend",
+                                "invalid params: unknown backend '%s' (known: local, docker, ssh, "
+                                "singularity, modal, daytona)",
+                                bname);
+                goto fail;
+        }
+        if (!ops->exec_start) {
+                sbx_error_set(&err, SBX_E_BACKEND_UNAVAILABLE,
+                              json_pack("{s:s,s:s,s:s}", "backend", ops->name, "reason",
+                                        "not implemented in this version of sandboxd", "hint",
+                                        "use backend \"local\" or another available backend "
+                                        "(backend.list)"),
+                              "backend '%s' is unavailable: not implemented in this version of "
+                              "sandboxd",
+                              ops->name);
+                goto fail;
+        }
+        sb = name ? sandbox_find(conn_uid(c), name) : NULL;
+        if (sb && sb->owner == conn_uid(c)) {
+                *reused = true;
+                if (sb->state == SANDBOX_CREATING)
+                        sandbox_add_waiter(sb, cb, ctx);
+                else
+                        cb(ctx, sb, NULL);
+                return;
+        }
+        if (sandbox_count_uid(conn_uid(c)) >= g.config->max_sandboxes_per_uid) {
+                sbx_error_limit(&err, "max_sandboxes_per_uid",
+                                (long long) g.config->max_sandboxes_per_uid,
+                                "limit reached: uid %u already has %llu sandboxes "
+                                "(max_sandboxes_per_uid); destroy one first",
+                                (unsigned) conn_uid(c),
+                                (unsigned long long) g.config->max_sandboxes_per_uid);
+                goto fail;
+        }
+        sb = sandbox_new(c, params, ops, name);
+        sandbox_add_waiter(sb, cb, ctx);
+        sc = xcalloc(1, sizeof(*sc));
+        sc->sb = sb;
+        sandbox_ref(sb);
+        sc->conn = c;
+        conn_ref(c);
+        pctx.backend = ops->name;
+        pctx.host_access = !strcmp(ops->name, "local");
+        pctx.home = sb->who.home;
+        pctx.protected_paths = g.protected_paths;
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, NULL, &sc->pr);
+        sb->host_access = sc->pr.host_access || pctx.host_access;
+        sb->findings = policy_findings_json(&sc->pr);
+        approval_decide(c, NULL, sb->host_access,
+                        json_pack("{s:s,s:s,s:s,s:O}", "kind", "sandbox", "sandbox", sb->id,
+                                  "backend", ops->name, "spec", sb->spec),
+                        &sc->pr, sandbox_approval_cb, sc);
+        return;
+fail:
+        cb(ctx, NULL, &err);
+        sbx_error_clear(&err);
+}
+
+struct sandbox_reply {
+        struct rpc_req *req;
+        bool reused;
+};
+
+static void
+sandbox_reply_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
+{
+        struct sandbox_reply *r = ctx;
+
+        if (err)
+                rpc_error(r->req, err);
+        else
+                rpc_result(r->req, sandbox_json(sb, r->reused));
+        free(r);
+}
+
+/* sandbox.create */
+void
+method_sandbox_create(struct rpc_req *req)
+{
+        struct sandbox_reply *r = xcalloc(1, sizeof(*r));
+
+        if (g.stopping) {
+                free(r);
+                rpc_error_msg(req, SBX_E_UNUSABLE, "the daemon is shutting down");
+                return;
+        }
+        r->req = req;
+        sandbox_create_params(req->conn, req->params, sandbox_reply_cb, r, &r->reused);
+}
+
+/* Resolves (or creates) the default sandbox. */
+void
+sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx)
+{
+        json_t *params =
+                json_pack("{s:s,s:s}", "name", "default", "backend", g.config->default_backend);
+        bool reused = false;
+
+        sandbox_create_params(c, params, cb, ctx, &reused);
+        json_decref(params);
+}
+
+/* sandbox.list */
+void
+method_sandbox_list(struct rpc_req *req)
+{
+        static const char *const keys[] = {"backend", NULL};
+        struct sbx_error err = {0};
+        const char *backend = NULL;
+        struct list *pos, *tmp;
+        json_t *a;
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "backend", 64, &backend, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        a = json_array();
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (sb->state != SANDBOX_READY && sb->state != SANDBOX_CREATING)
+                        continue;
+                if (sb->owner != conn_uid(req->conn) && conn_uid(req->conn) != 0)
+                        continue;
+                if (backend && strcmp(backend, sb->ops->name))
+                        continue;
+                json_array_append_new(a, sandbox_json(sb, false));
+        }
+        rpc_result(req, json_pack("{s:o}", "sandboxes", a));
+}
+
+static struct sandbox *
+sandbox_from_params(struct rpc_req *req, const char *const *keys)
+{
+        struct sbx_error err = {0};
+        const char *id = NULL;
+        struct sandbox *sb;
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "id", 256, &id, &err) < 0) {
+                rpc_error(req, &err);
+                return NULL;
+        }
+        if (!id) {
+                sbx_error_param(&err, "id",
+                                "invalid params: 'id' (sandbox id or name) is required");
+                rpc_error(req, &err);
+                return NULL;
+        }
+        sb = sandbox_find(conn_uid(req->conn), id);
+        if (!sb)
+                rpc_error_msg(req, SBX_E_NO_SANDBOX,
+                              "sandbox '%s' not found (sandbox.list shows yours)", id);
+        return sb;
+}
+
+/* sandbox.get */
+void
+method_sandbox_get(struct rpc_req *req)
+{
+        static const char *const keys[] = {"id", NULL};
+        struct sandbox *sb = sandbox_from_params(req, keys);
+        json_t *o;
+        char ts[40];
+        uint64_t ago;
+
+        if (!sb)
+                return;
+        o = sandbox_json(sb, false);
+        json_object_set_new(o, "processes", json_integer(sb->running));
+        ago = util_now_ms() - sb->last_activity_ms;
+        util_rfc3339(util_wall_ms() - ago, ts, sizeof(ts));
+        json_object_set_new(o, "last_activity", json_string(ts));
+        json_object_set_new(o, "cwd",
+                            json_string(sb->cwd       ? sb->cwd
+                                        : sb->workdir ? sb->workdir
+                                                      : "/"));
+        rpc_result(req, o);
+}
+
+struct sandbox_destroy {
+        struct sandbox *sb;
+        struct rpc_req *req;
+        void (*done)(void *ctx);
+        void *ctx;
+};
+
+static void
+sandbox_destroyed_cb(void *ctx, const struct sbx_error *err)
+{
+        struct sandbox_destroy *d = ctx;
+        struct sandbox *sb = d->sb;
+
+        if (err)
+                log_warn("sandbox %s: destroy: %s", sb->id, err->message);
+        else
+                log_info("sandbox %s ('%s') destroyed", sb->id, sb->name);
+        sb->state = SANDBOX_GONE;
+        sb->bsb = NULL;
+        if (d->req) {
+                if (err) {
+                        struct sbx_error e = {0};
+                        sbx_error_set(&e, err->code, json_incref(err->data), "%s", err->message);
+                        rpc_error(d->req, &e);
+                } else {
+                        rpc_result(d->req, json_pack("{s:s,s:b}", "id", sb->id, "destroyed", 1));
+                }
+        }
+        if (d->done)
+                d->done(d->ctx);
+        sandbox_unref(sb); /* the registry's */
+        sandbox_unref(sb); /* ours */
+        free(d);
+}
+
+static void
+sandbox_procs_gone_cb(void *ctx)
+{
+        struct sandbox_destroy *d = ctx;
+
+        d->sb->ops->destroy(d->sb->bsb, d, sandbox_destroyed_cb);
+}
+
+static void
+sandbox_destroy(struct sandbox *sb, struct rpc_req *req, void (*done)(void *), void *ctx)
+{
+        struct sandbox_destroy *d = xcalloc(1, sizeof(*d));
+
+        d->sb = sb;
+        d->req = req;
+        d->done = done;
+        d->ctx = ctx;
+        sandbox_ref(sb);
+        sb->state = SANDBOX_DESTROYING;
+        proc_kill_all(sb, sandbox_procs_gone_cb, d);
+}
+
+/* sandbox.destroy */
+void
+method_sandbox_destroy(struct rpc_req *req)
+{
+        static const char *const keys[] = {"id", NULL};
+        struct sandbox *sb = sandbox_from_params(req, keys);
+
+        if (!sb)
+                return;
+        if (sb->state == SANDBOX_CREATING) {
+                rpc_error_msg(req, SBX_E_UNUSABLE,
+                              "sandbox '%s' is still being created; destroy it once it is ready",
+                              sb->id);
+                return;
+        }
+        sandbox_destroy(sb, req, NULL, NULL);
+}
+
+static void
+sandbox_expire_cb(uv_timer_t *t)
+{
+        struct list *pos, *tmp;
+        uint64_t now = util_now_ms(), wall = util_wall_ms();
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (sb->state != SANDBOX_READY)
+                        continue;
+                bool life = sb->timeout_s && wall - sb->created_wall_ms >= sb->timeout_s * 1000;
+                bool idle = sb->idle_timeout_s && !sb->running &&
+                            now - sb->last_activity_ms >= sb->idle_timeout_s * 1000;
+                if (life || idle) {
+                        log_info("sandbox %s ('%s'): %s timeout reached, destroying", sb->id,
+                                 sb->name, life ? "lifetime" : "idle");
+                        sandbox_destroy(sb, NULL, NULL, NULL);
+                }
+        }
+}
+
+/* Starts the expiry check (once a second; cheap: a list walk). */
+void
+sandbox_init(uv_loop_t *loop)
+{
+        uv_timer_init(loop, &sandbox_timer);
+        uv_timer_start(&sandbox_timer, sandbox_expire_cb, 1000, 1000);
+        uv_unref((uv_handle_t *) &sandbox_timer);
+}
+
+struct sandbox_all_destroy {
+        unsigned pending;
+        void (*cb)(void *ctx);
+        void *ctx;
+};
+
+static void
+sandbox_one_gone_cb(void *ctx)
+{
+        struct sandbox_all_destroy *a = ctx;
+
+        if (--a->pending == 0) {
+                a->cb(a->ctx);
+                free(a);
+        }
+}
+
+/* Destroys everything (shutdown). */
+void
+sandbox_destroy_all(void (*cb)(void *ctx), void *ctx)
+{
+        struct sandbox_all_destroy *a = xcalloc(1, sizeof(*a));
+        struct list *pos, *tmp;
+
+        a->cb = cb;
+        a->ctx = ctx;
+        a->pending = 1;
+        uv_timer_stop(&sandbox_timer);
+        uv_close((uv_handle_t *) &sandbox_timer, NULL);
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (sb->state != SANDBOX_READY)
+                        continue;
+                a->pending++;
+                sandbox_destroy(sb, NULL, sandbox_one_gone_cb, a);
+        }
+        sandbox_one_gone_cb(a);
+}

@@ -1,0 +1,84 @@
+/* sandbox.h — the sandbox registry: create (through policy, approval and a backend), lookup by
+ * owner, default sandbox per caller, idle/lifetime expiry, destroy. Loop thread only.
+ * struct sandbox is a plain carrier read by proc.c and files.c; sandbox.c owns its lifetime
+ * (refcounted: a running exec holds a reference). */
+#ifndef SANDBOXD_SANDBOX_H
+#define SANDBOXD_SANDBOX_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "backends/backend.h"
+#include "daemon/conn.h"
+#include "protocol/list.h"
+
+enum sandbox_state {
+        SANDBOX_CREATING,
+        SANDBOX_READY,
+        SANDBOX_DESTROYING,
+        SANDBOX_GONE,
+};
+
+struct sandbox {
+        struct list node;
+        int refs;
+        char id[24];
+        char *name;
+        uid_t owner;
+        struct backend_identity who; /* owner identity for the backend (groups owned) */
+        const struct backend_ops *ops;
+        struct backend_sandbox *bsb;
+        enum sandbox_state state;
+        json_t *spec;     /* the create params as given (owned) */
+        json_t *env;      /* sandbox env (object of strings, owned) */
+        json_t *findings; /* policy findings at create (owned) */
+        json_t *enforced; /* limits really enforced (owned, may be NULL) */
+        json_t *details;  /* backend details (owned, may be NULL) */
+        char *workdir;
+        char *image;
+        char *state_dir;
+        bool host_access;
+        uint64_t created_wall_ms;
+        uint64_t last_activity_ms; /* monotonic */
+        uint64_t timeout_s, idle_timeout_s;
+        unsigned running; /* execs not yet exited */
+        /* Shell state for command execs. */
+        char *cwd;         /* NULL: workdir */
+        json_t *shell_env; /* NULL: not captured yet */
+        json_t *approvals; /* session approvals: array of keys (owned) */
+        /* Foreground command execs carry shell state, so they run one at a time, in order,
+         * like commands typed into one terminal. */
+        bool shell_busy;
+        struct list shell_queue;
+        struct list waiters; /* requests waiting for CREATING to finish */
+};
+
+/* Called with the ready sandbox (borrowed; take a ref to keep it) or an error. */
+typedef void (*sandbox_ready_cb)(void *ctx, struct sandbox *sb, struct sbx_error *err);
+
+/* Finds a sandbox of uid by id or name; root may see every sandbox. NULL: not found. */
+struct sandbox *sandbox_find(uid_t uid, const char *id_or_name);
+/* Resolves the caller's default sandbox, creating it from the configuration on first use. */
+void sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx);
+void sandbox_ref(struct sandbox *sb);
+void sandbox_unref(struct sandbox *sb);
+/* Marks activity (exec start/end) for the idle timeout. */
+void sandbox_touch(struct sandbox *sb);
+/* The sandbox object of protocol §4 (new). */
+json_t *sandbox_json(const struct sandbox *sb, bool reused);
+/* Counts. */
+unsigned sandbox_count(void);
+unsigned sandbox_count_uid(uid_t uid);
+/* Starts the expiry timer. */
+void sandbox_init(uv_loop_t *loop);
+/* Destroys every sandbox (shutdown); cb when all are gone. */
+void sandbox_destroy_all(void (*cb)(void *ctx), void *ctx);
+/* Identity of a connection's peer (groups copied; free with sandbox_identity_free). */
+void sandbox_identity(struct conn *c, struct backend_identity *who);
+void sandbox_identity_free(struct backend_identity *who);
+
+#endif

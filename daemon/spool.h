@@ -1,0 +1,29 @@
+/* spool.h — retained output of one stream of one process: a ring file in the state directory
+ * holding the most recent cap bytes. Offsets are stream offsets (bytes since the process
+ * started); the file is created on the first write. Loop thread only; I/O is to the page cache. */
+#ifndef SANDBOXD_SPOOL_H
+#define SANDBOXD_SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/util.h"
+
+struct spool;
+
+/* New spool writing to path (not created yet). */
+struct spool *spool_new(const char *path, uint64_t cap);
+/* Appends; returns 0 or negative errno (the data is then lost from the spool only). */
+int spool_write(struct spool *s, const char *data, size_t len);
+/* Total bytes ever written. */
+uint64_t spool_total(const struct spool *s);
+/* First offset still retained. */
+uint64_t spool_first(const struct spool *s);
+/* Reads up to max bytes from offset (clamped to spool_first) into out; *start is the offset of
+ * the first byte returned. */
+int spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out,
+               uint64_t *start);
+/* Closes and removes the file. NULL is fine. */
+void spool_free(struct spool *s);
+
+#endif

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs what is missing, starts the services the tests need (dockerd, sshd) and runs every
+# test: format check, unit and integration tests, then the same again under ASan/UBSan.
+set -eu
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+scripts/install-deps.sh --test
+if [ -x tests/docker/setup.sh ]; then
+        tests/docker/setup.sh
+fi
+make format-check
+make -j"$(nproc)" all
+make check
+make -j"$(nproc)" SANITIZE=address,undefined all
+ASAN_OPTIONS=detect_leaks=1 make SANITIZE=address,undefined check
+echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,210 @@
+"""Integration test harness: the real sandboxd on a private socket, and a JSON-RPC client.
+
+The daemon is started with a private socket and state directory; readiness is READY=1 on a
+test NOTIFY_SOCKET (no sleeps). Teardown sends SIGTERM and expects exit status 0.
+"""
+import base64
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+SANDBOXD = os.environ.get("SANDBOXD_BIN", os.path.abspath("build/std/sandboxd"))
+SANDBOXCTL = os.environ.get("SANDBOXCTL_BIN", os.path.abspath("build/std/sandboxctl"))
+
+
+class Daemon:
+    """One sandboxd process with its own socket, state directory and notify socket."""
+
+    def __init__(self, config=None, args=(), env=None):
+        self.dir = tempfile.mkdtemp(prefix="sbxtest-")
+        os.chmod(self.dir, 0o755)
+        self.socket = os.path.join(self.dir, "run", "sandboxd.sock")
+        self.state = os.path.join(self.dir, "state")
+        self.notify_path = os.path.join(self.dir, "notify.sock")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.notifications = []
+        cmd = [SANDBOXD, "--socket", self.socket, "--state-dir", self.state]
+        if config is not None:
+            self.config = os.path.join(self.dir, "sandboxd.conf")
+            with open(self.config, "w") as f:
+                f.write(config)
+            cmd += ["--config", self.config]
+        cmd += list(args)
+        e = dict(os.environ)
+        e["NOTIFY_SOCKET"] = self.notify_path
+        e.pop("LISTEN_FDS", None)
+        e.update(env or {})
+        self.log = open(os.path.join(self.dir, "daemon.log"), "w+")
+        self.proc = subprocess.Popen(cmd, env=e, stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_notify("READY=1", 20)
+
+    def wait_notify(self, what, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            for n in self.notifications:
+                if what in n:
+                    return n
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                raise AssertionError("no %r from sandboxd (exit %s); log:\n%s"
+                                     % (what, self.proc.poll(), self.read_log()))
+            r, _, _ = select.select([self.notify], [], [], left)
+            if r:
+                self.notifications.append(self.notify.recv(4096).decode())
+
+    def read_log(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def client(self, **kw):
+        return Client(self.socket, **kw)
+
+    def stop(self, expect=0, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("sandboxd did not stop within %ss" % timeout)
+        self.notify.close()
+        log = self.read_log()
+        self.log.close()
+        if rc != expect:
+            raise AssertionError("sandboxd exited %s, expected %s; log:\n%s" % (rc, expect, log))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return log
+
+
+class RpcError(Exception):
+    def __init__(self, error):
+        super().__init__("%s: %s" % (error.get("code"), error.get("message")))
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.data = error.get("data")
+
+
+class Client:
+    """Blocking NDJSON JSON-RPC client that keeps notifications and answers server requests."""
+
+    def __init__(self, path, on_request=None, timeout=60):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.buf = b""
+        self.ids = itertools.count(1)
+        self.notifications = []
+        self.responses = {}
+        self.on_request = on_request
+        self.timeout = timeout
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj).encode() + b"\n")
+
+    def _read_message(self, timeout):
+        while b"\n" not in self.buf:
+            r, _, _ = select.select([self.sock], [], [], timeout)
+            if not r:
+                raise TimeoutError("no message within %ss" % timeout)
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("sandboxd closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def read(self, timeout=None):
+        """Next message of any kind, dispatching server requests."""
+        msg = self._read_message(self.timeout if timeout is None else timeout)
+        if isinstance(msg, dict) and "method" in msg and "id" in msg:
+            self._answer(msg)
+        return msg
+
+    def _answer(self, msg):
+        if self.on_request is None:
+            result = {"decision": "deny"}
+        else:
+            result = self.on_request(msg)
+        if result is not None:
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+
+    def wait_response(self, rid, timeout=None):
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while rid not in self.responses:
+            msg = self.read(max(0.01, deadline - time.monotonic()))
+            if isinstance(msg, list):
+                for m in msg:
+                    self.responses[m.get("id")] = m
+            elif "method" in msg and "id" not in msg:
+                self.notifications.append(msg)
+            elif "id" in msg and "method" not in msg:
+                self.responses[msg["id"]] = msg
+        return self.responses.pop(rid)
+
+    def request(self, method, params=None, timeout=None):
+        rid = next(self.ids)
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.wait_response(rid, timeout)
+
+    def call(self, method, params=None, timeout=None):
+        resp = self.request(method, params, timeout)
+        if "error" in resp:
+            raise RpcError(resp["error"])
+        return resp["result"]
+
+    def output(self, exec_id, stream="stdout"):
+        out = [n["params"] for n in self.notifications
+               if n["method"] == "exec.output" and n["params"]["exec_id"] == exec_id
+               and n["params"]["stream"] == stream]
+        return "".join(p["data"] for p in out)
+
+
+def b64(s):
+    return base64.b64encode(s if isinstance(s, bytes) else s.encode()).decode()
+
+
+class DaemonTest(unittest.TestCase):
+    """One daemon per test class."""
+
+    config = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon(cls.config)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def setUp(self):
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        self.c.close()
+
+    def assertRpcError(self, code, method, params=None, param=None):
+        with self.assertRaises(RpcError) as cm:
+            self.c.call(method, params)
+        self.assertEqual(cm.exception.code, code, cm.exception.message)
+        if param is not None:
+            self.assertEqual((cm.exception.data or {}).get("param"), param,
+                             cm.exception.message)
+        return cm.exception
