@@ -109,18 +109,48 @@ integration-check: $(BINS)
 bench: $(BENCH_BIN) $(BINS)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; SANDBOXD_BIN=$(abspath $(SANDBOXD)) $$b; done
 
-instBINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL))
-
-all: $(BINS)
+install: $(BINS) install-data
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $(SANDBOXD) $(DESTDIR)$(SBINDIR)/sandboxd
-	install -m 0755 $(SANDBOXCTL) $(DESTDIR)$(BINDIR)/sandboxctl
-	install -d $(DESTDIR)$(SYSCONFDIR)/sandboxd
-	install -m 0644 contrib/sandboxd.conf.example $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf.example
+	$(if $(CLIENT_SRC),install -m 0755 $(SANDBOXCTL) $(DESTDIR)$(BINDIR)/sandboxctl)
 
-uninstall:
+uninstall: uninstall-data
 	rm -f $(DESTDIR)$(SBINDIR)/sandboxd $(DESTDIR)$(BINDIR)/sandboxctl
-	rm -f $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf.example
+
+UNIT_SED  := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+             -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+.PHONY: install-data uninstall-data systemd-verify
+
+install-data:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSCONFDIR)/sandboxd
+	sed $(UNIT_SED) contrib/systemd/sandboxd.service.in >$(DESTDIR)$(UNITDIR)/sandboxd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sandboxd.service
+	install -m 0644 contrib/systemd/sandboxd.socket $(DESTDIR)$(UNITDIR)/sandboxd.socket
+	sed $(UNIT_SED) contrib/systemd/user/sandboxd.service.in \
+		>$(DESTDIR)$(USERUNITDIR)/sandboxd.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/sandboxd.service
+	install -m 0644 contrib/systemd/user/sandboxd.socket $(DESTDIR)$(USERUNITDIR)/sandboxd.socket
+	install -m 0644 contrib/systemd/sandboxd.sysusers $(DESTDIR)$(SYSUSERSDIR)/sandboxd.conf
+	install -m 0644 docs/man/sandboxctl.1 $(DESTDIR)$(MANDIR)/man1/sandboxctl.1
+	install -m 0644 docs/man/sandboxd.conf.5 $(DESTDIR)$(MANDIR)/man5/sandboxd.conf.5
+	install -m 0644 docs/man/sandboxd.8 $(DESTDIR)$(MANDIR)/man8/sandboxd.8
+	install -m 0644 contrib/sandboxd.conf.example \
+		$(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf.example
+
+uninstall-data:
+	rm -f $(DESTDIR)$(UNITDIR)/sandboxd.service $(DESTDIR)$(UNITDIR)/sandboxd.socket \
+		$(DESTDIR)$(USERUNITDIR)/sandboxd.service $(DESTDIR)$(USERUNITDIR)/sandboxd.socket \
+		$(DESTDIR)$(SYSUSERSDIR)/sandboxd.conf \
+		$(DESTDIR)$(MANDIR)/man1/sandboxctl.1 $(DESTDIR)$(MANDIR)/man5/sandboxd.conf.5 \
+		$(DESTDIR)$(MANDIR)/man8/sandboxd.8 \
+		$(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf.example
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/sandboxd 2>/dev/null
+
+systemd-verify:
+	SANDBOXD_BIN=$(abspath $(SANDBOXD)) sh tests/integration/systemd_verify.sh
 
 format:
 	clang-format -i $(FMT_SRC)
