@@ -222,6 +222,9 @@ local_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pro
 
         if (local_check_spec(spec, &err) < 0)
                 goto fail;
+        /* Accounts such as nobody have no home: start in "/" rather than fail. */
+        if (!spec->workdir && (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)))
+                wd = "/";
         if (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 sbx_error_param(&err, "workdir", "invalid params: workdir '%s' is not a directory",
                                 wd ? wd : "(none)");

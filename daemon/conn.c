@@ -46,6 +46,7 @@ struct conn {
         uint64_t next_call;
         size_t inflight;
         bool peer_eof; /* the client shut down its sending side */
+        bool rejected; /* refused: its requests are discarded until it goes away */
         bool hup_timer_on;
         uv_timer_t hup_timer; /* while half-closed: notice a full close (POLLHUP) */
         uv_shutdown_t shutdown_req;
@@ -592,6 +593,36 @@ conn_peer_eof(struct conn *c)
 }
 
 static void
+conn_reject_timeout_cb(uv_timer_t *t)
+{
+        conn_close(t->data);
+}
+
+static void
+conn_reject_shutdown_cb(uv_shutdown_t *req, int status)
+{
+        conn_unref(req->data);
+}
+
+/* Sends one last message (stolen) and closes once the client has read it: closing with its
+ * request still unread would make the client see ECONNRESET instead of the message. */
+void
+conn_reject(struct conn *c, json_t *msg)
+{
+        conn_send(c, msg);
+        c->rejected = true;
+        c->shutdown_req.data = c;
+        conn_ref(c);
+        if (uv_shutdown(&c->shutdown_req, (uv_stream_t *) &c->pipe, conn_reject_shutdown_cb) < 0)
+                conn_unref(c);
+        uv_timer_init(c->pipe.loop, &c->hup_timer);
+        c->hup_timer.data = c;
+        conn_ref(c);
+        c->hup_timer_on = true;
+        uv_timer_start(&c->hup_timer, conn_reject_timeout_cb, 1000, 0);
+}
+
+static void
 conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
         struct conn *c = h->data;
@@ -605,10 +636,16 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
         struct conn *c = s->data;
 
+        if (nread == UV_EOF && c->rejected) {
+                conn_close(c);
+                return;
+        }
         if (nread == UV_EOF) {
                 conn_peer_eof(c);
                 return;
         }
+        if (c->rejected)
+                return;
         if (nread < 0) {
                 log_debug("conn %llu: read: %s", (unsigned long long) c->id,
                           uv_strerror((int) nread));

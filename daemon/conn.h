@@ -58,6 +58,9 @@ bool conn_auto_approve(const struct conn *c);
 /* Queues one message (steals msg). Never blocks; the queue is bounded by the caller's checks:
  * conn_congested() says when producers must pause. */
 void conn_send(struct conn *c, json_t *msg);
+/* Sends a last message (stolen), discards what the client sends, closes when it goes away
+ * (or after a second). */
+void conn_reject(struct conn *c, json_t *msg);
 /* Sends a notification {method, params (stolen)}. */
 void conn_notify(struct conn *c, const char *method, json_t *params);
 /* Bytes queued and not yet written. */

@@ -311,6 +311,11 @@ main_shutdown(void)
         uv_close((uv_handle_t *) &sig_term, NULL);
         uv_close((uv_handle_t *) &sig_int, NULL);
         uv_close((uv_handle_t *) &sig_hup, NULL);
+        /* Closing the handles restored the default actions: a second TERM must not kill the
+         * daemon in the middle of its orderly exit. */
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
         uv_close((uv_handle_t *) &status_timer, NULL);
         /* Let the close callbacks cascade (processes release their backend handles), then
          * close whatever is left. */

@@ -692,9 +692,19 @@ proc_timeout_cb(uv_timer_t *t)
 }
 
 static void
+proc_drop_subs(struct proc *p)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &p->subs)
+        proc_sub_free(LIST_ENTRY(pos, struct proc_sub, node));
+}
+
+static void
 proc_fail(struct proc *p, struct sbx_error *err)
 {
         p->state = PROC_FAILED;
+        proc_drop_subs(p);
         proc_release_shell(p);
         if (p->req) {
                 rpc_error(p->req, err);
@@ -920,6 +930,7 @@ proc_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
                 sbx_error_prefix(&e, "default sandbox");
                 /* No sandbox: pretend it never existed. */
                 p->state = PROC_FAILED;
+                proc_drop_subs(p);
                 rpc_error(p->req, &e);
                 p->req = NULL;
                 list_del(&p->node);
@@ -1624,23 +1635,57 @@ method_process_resize(struct rpc_req *req)
 /* ---- lifecycle ---- */
 
 struct proc_killall {
-        unsigned pending;
+        uv_timer_t timer;
+        struct sandbox *sb; /* referenced; NULL: every sandbox */
         void (*cb)(void *ctx);
         void *ctx;
 };
 
 static void
-proc_killall_one_cb(void *ctx, int survivors, const struct sbx_error *err)
+proc_killed_cb(void *ctx, int survivors, const struct sbx_error *err)
 {
-        struct proc_killall *k = ctx;
-
-        if (--k->pending == 0) {
-                k->cb(k->ctx);
-                free(k);
-        }
+        (void) ctx;
 }
 
-/* Kills every running exec of sb (NULL: all). */
+static bool
+proc_any_live(struct sandbox *sb)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (proc_live(p) && p->state >= PROC_STARTING && (!sb || p->sb == sb))
+                        return true;
+        }
+        return false;
+}
+
+static void
+proc_killall_close_cb(uv_handle_t *h)
+{
+        struct proc_killall *k = h->data;
+
+        if (k->sb)
+                sandbox_unref(k->sb);
+        free(k);
+}
+
+static void
+proc_killall_tick_cb(uv_timer_t *t)
+{
+        struct proc_killall *k = t->data;
+
+        /* Done once every exec has delivered its exit (not merely been signalled): only then
+         * may the sandbox's backend state go away. */
+        if (proc_any_live(k->sb))
+                return;
+        uv_timer_stop(t);
+        k->cb(k->ctx);
+        uv_close((uv_handle_t *) t, proc_killall_close_cb);
+}
+
+/* Kills every running exec of sb (NULL: all); cb once all of them have exited. */
 void
 proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
 {
@@ -1649,17 +1694,19 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
 
         k->cb = cb;
         k->ctx = ctx;
-        k->pending = 1;
+        k->sb = sb;
+        if (sb)
+                sandbox_ref(sb);
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
                 if (p->state != PROC_RUNNING || (sb && p->sb != sb))
                         continue;
-                k->pending++;
-                p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, k,
-                                  proc_killall_one_cb);
+                p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, NULL, proc_killed_cb);
         }
-        proc_killall_one_cb(k, 0, NULL);
+        uv_timer_init(g.loop, &k->timer);
+        k->timer.data = k;
+        uv_timer_start(&k->timer, proc_killall_tick_cb, 0, 20);
 }
 
 static void

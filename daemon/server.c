@@ -50,9 +50,8 @@ server_peer_allowed(uid_t uid, gid_t gid, struct conn *c)
 static void
 server_reject(struct conn *c, int code, const char *msg)
 {
-        conn_send(c, json_pack("{s:s,s:n,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", "error", "code",
-                               code, "message", msg));
-        conn_close(c);
+        conn_reject(c, json_pack("{s:s,s:n,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+                                 code, "message", msg));
 }
 
 static void
@@ -115,6 +114,26 @@ server_activation_fd(struct sbx_error *err)
         return SD_LISTEN_FDS_START;
 }
 
+/* Gives the socket's own directory to gid with mode 0750 (it was created 0700). */
+static int
+slash_dir_for_group(const char *path, gid_t gid)
+{
+        char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+        struct stat st;
+        int r = 0;
+
+        /* Only a private directory of ours: never a shared one such as /tmp. */
+        if (slash && slash != dir) {
+                *slash = '\0';
+                if (stat(dir, &st) == 0 && st.st_uid == geteuid() &&
+                    !(st.st_mode & (S_ISVTX | S_IWOTH)) &&
+                    (chown(dir, (uid_t) -1, gid) < 0 || chmod(dir, 0750) < 0))
+                        r = -errno;
+        }
+        free(dir);
+        return r;
+}
+
 static int
 server_bind(const char *path, const char *group, struct sbx_error *err)
 {
@@ -162,6 +181,9 @@ server_bind(const char *path, const char *group, struct sbx_error *err)
         }
         if (group) {
                 struct group *gr = getgrnam(group);
+                /* The group must also be able to reach the socket through its directory. */
+                if (gr && slash_dir_for_group(path, gr->gr_gid) < 0)
+                        gr = NULL;
                 if (!gr || chown(path, (uid_t) -1, gr->gr_gid) < 0) {
                         sbx_error_set(err, SBX_E_INTERNAL, NULL,
                                       "cannot give socket '%s' to group '%s': %s", path, group,

@@ -77,6 +77,12 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise AssertionError("sandboxd did not stop within %ss" % timeout)
+        self.notify.setblocking(False)
+        while True:
+            try:
+                self.notifications.append(self.notify.recv(4096).decode())
+            except BlockingIOError:
+                break
         self.notify.close()
         log = self.read_log()
         self.log.close()

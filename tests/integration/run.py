@@ -15,9 +15,12 @@ def main():
     else:
         suite = loader.discover(here, pattern="test_*.py", top_level_dir=here)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    # Subtest failures name the parent test: count each failed test once.
+    failed_ids = {t.id().split(" ")[0] for t, _ in result.failures + result.errors}
+    failed_ids |= {t.id() for t in result.unexpectedSuccesses}
+    failed = len(failed_ids)
     skipped = len(result.skipped)
-    passed = result.testsRun - failed - skipped
+    passed = max(0, result.testsRun - failed - skipped)
     line = "%d passed, %d failed" % (passed, failed)
     if skipped:
         line += ", %d skipped" % skipped

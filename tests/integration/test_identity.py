@@ -1,0 +1,103 @@
+"""Identity and ownership (protocol §2): run as root with a second uid (nobody)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+from harness import Daemon, RpcError
+
+NOBODY = 65534
+
+CLIENT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, %r)
+    from harness import Client, RpcError
+    c = Client(sys.argv[1])
+    out = []
+    for method, params in json.loads(sys.argv[2]):
+        try:
+            out.append({"result": c.call(method, params)})
+        except RpcError as e:
+            out.append({"error": {"code": e.code, "message": e.message}})
+        except ConnectionError as e:
+            out.append({"closed": str(e)})
+            break
+    out.append({"unsolicited": c.responses.get(None)})
+    print(json.dumps(out))
+""" % os.path.dirname(os.path.abspath(__file__)))
+
+
+def as_nobody(socket_path, calls):
+    p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                        "--clear-groups", "/usr/bin/python3", "-c", CLIENT, socket_path,
+                        json.dumps(calls)], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("client as nobody failed: %s" % p.stderr)
+    return json.loads(p.stdout)
+
+
+@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+class SecondUid(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(cls.daemon.dir, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def test_runs_as_caller_and_cannot_see_others(self):
+        root = self.daemon.client()
+        mine = root.call("sandbox.create", {"name": "roots"})
+        bg = root.call("exec", {"sandbox": mine["id"], "argv": ["sleep", "30"],
+                                "background": True})["exec_id"]
+        res = as_nobody(self.daemon.socket, [
+            ["exec", {"argv": ["id", "-u"]}],
+            ["exec", {"argv": ["id", "-G"]}],
+            ["exec", {"command": "touch /root/owned-by-nobody"}],
+            ["sandbox.get", {"id": mine["id"]}],
+            ["sandbox.get", {"id": "roots"}],
+            ["exec", {"sandbox": mine["id"], "command": "true"}],
+            ["process.read", {"exec_id": bg}],
+            ["process.kill", {"exec_id": bg}],
+            ["sandbox.destroy", {"id": mine["id"]}],
+            ["sandbox.list", {}],
+            ["process.list", {}],
+            ["file.read", {"sandbox": mine["id"], "path": "/etc/hostname"}],
+            ["file.read", {"path": "/etc/shadow"}],
+            ["policy.reload", {}],
+        ])
+        self.assertEqual(res[0]["result"]["stdout"], "%d\n" % NOBODY)
+        self.assertEqual(res[1]["result"]["stdout"], "%d\n" % NOBODY)
+        self.assertNotEqual(res[2]["result"]["exit_code"], 0, "nobody must not write /root")
+        self.assertFalse(os.path.exists("/root/owned-by-nobody"))
+        for i, code in ((3, -32002), (4, -32002), (5, -32002), (6, -32003), (7, -32003),
+                        (8, -32002), (11, -32002), (13, -32010)):
+            self.assertEqual(res[i].get("error", {}).get("code"), code, (i, res[i]))
+        self.assertEqual([s["name"] for s in res[9]["result"]["sandboxes"]], ["default"])
+        ids = [p["exec_id"] for p in res[10]["result"]["processes"]]
+        self.assertNotIn(bg, ids)
+        self.assertEqual(res[12]["error"]["code"], -32602)
+        self.assertIn("Permission denied", res[12]["error"]["message"])
+        # root sees everything, and its process is untouched
+        running = root.call("process.list", {"state": "running"})["processes"]
+        self.assertIn(bg, [p["exec_id"] for p in running])
+        root.call("process.kill", {"exec_id": bg})
+        root.close()
+
+
+@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+class NotAllowed(unittest.TestCase):
+    def test_unlisted_uid_is_refused(self):
+        d = Daemon("[daemon]\nsocket_group = nogroup\n")
+        try:
+            os.chmod(d.dir, 0o755)
+            res = as_nobody(d.socket, [["daemon.hello", {}], ["daemon.info", {}]])
+            self.assertIn("closed", res[0])
+            self.assertEqual(res[-1]["unsolicited"]["error"]["code"], -32010)
+            self.assertIn("allow_users", res[-1]["unsolicited"]["error"]["message"])
+        finally:
+            d.stop()

@@ -1,0 +1,280 @@
+/* check_protocol.c — framing, codecs, params, spool, shell state and config parsing. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/shell.h"
+#include "daemon/config.h"
+#include "daemon/spool.h"
+#include "protocol/codec.h"
+#include "protocol/frame.h"
+#include "protocol/params.h"
+#include "protocol/util.h"
+
+static char *
+frame_pop(struct frame *f, enum frame_status *st)
+{
+        const char *line;
+        size_t len;
+
+        *st = frame_next(f, &line, &len);
+        return *st == FRAME_LINE ? xstrndup(line, len) : NULL;
+}
+
+START_TEST(test_frame_lines)
+{
+        struct frame f;
+        enum frame_status st;
+        char *l;
+
+        frame_init(&f, 100);
+        frame_feed(&f, "ab", 2);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_int_eq(st, FRAME_NONE);
+        frame_feed(&f, "c\r\n\n\r\nxyz\n", 10);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "abc");
+        free(l);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "xyz");
+        free(l);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_uint_eq(frame_pending(&f), 0);
+        frame_free(&f);
+}
+END_TEST
+
+START_TEST(test_frame_too_long_keeps_connection)
+{
+        struct frame f;
+        enum frame_status st;
+        char big[300];
+        char *l;
+
+        memset(big, 'x', sizeof(big));
+        frame_init(&f, 100);
+        frame_feed(&f, big, 150);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_int_eq(st, FRAME_TOO_LONG);
+        /* the rest of the long line is dropped, silently */
+        frame_feed(&f, big, 150);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_int_eq(st, FRAME_NONE);
+        ck_assert_uint_le(f.in.cap, 1024);
+        frame_feed(&f, "tail\nok\n", 8);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "ok");
+        free(l);
+        /* a long line that arrives whole is reported too */
+        frame_feed(&f, big, 120);
+        frame_feed(&f, "\nnext\n", 6);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_int_eq(st, FRAME_TOO_LONG);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "next");
+        free(l);
+        frame_free(&f);
+}
+END_TEST
+
+START_TEST(test_utf8)
+{
+        struct buf b = {0};
+
+        ck_assert(utf8_valid("caf\xc3\xa9", 5));
+        ck_assert(!utf8_valid("\xc3", 1));
+        ck_assert(!utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
+        ck_assert(!utf8_valid("\xc0\xaf", 2));     /* overlong */
+        ck_assert_uint_eq(utf8_complete_prefix("ab\xe2\x82", 4), 2);
+        ck_assert_uint_eq(utf8_complete_prefix("ab\xe2\x82\xac", 5), 5);
+        ck_assert_uint_eq(utf8_complete_prefix("ab\xff", 3), 3);
+        utf8_sanitize(&b,
+                      "a\xff"
+                      "b\xe2\x82",
+                      5);
+        ck_assert_str_eq(b.data, "a\xef\xbf\xbd"
+                                 "b\xef\xbf\xbd\xef\xbf\xbd");
+        buf_free(&b);
+        ck_assert_uint_eq(utf8_ceil_start("\x82\xac"
+                                          "x",
+                                          3),
+                          2);
+}
+END_TEST
+
+START_TEST(test_base64)
+{
+        struct buf e = {0}, d = {0};
+        const char raw[] = "\x00\xff\x10 hello";
+
+        base64_encode(&e, raw, sizeof(raw) - 1);
+        ck_assert_str_eq(e.data, "AP8QIGhlbGxv");
+        ck_assert_int_eq(base64_decode(&d, e.data, e.len), 0);
+        ck_assert_uint_eq(d.len, sizeof(raw) - 1);
+        ck_assert(!memcmp(d.data, raw, d.len));
+        buf_free(&d);
+        ck_assert_int_lt(base64_decode(&d, "a$==", 4), 0);
+        ck_assert_int_lt(base64_decode(&d, "abcde", 5), 0);
+        buf_free(&d);
+        buf_free(&e);
+}
+END_TEST
+
+START_TEST(test_params)
+{
+        json_t *p = json_pack("{s:s,s:i,s:b,s:{s:i},s:[s]}", "s", "x", "n", 5, "b", 1, "m", "k", 1,
+                              "a", "z");
+        struct sbx_error err = {0};
+        const char *s = NULL;
+        int64_t n = 0;
+        json_t *j;
+        static const char *const known[] = {"s", "n", "b", "m", "a", NULL};
+        static const char *const less[] = {"s", NULL};
+
+        ck_assert_int_eq(params_str(p, "s", 10, &s, &err), 1);
+        ck_assert_str_eq(s, "x");
+        ck_assert_int_eq(params_str(p, "missing", 10, &s, &err), 0);
+        ck_assert_int_eq(params_int(p, "n", 0, 4, &n, &err), -1);
+        ck_assert_int_eq(err.code, SBX_E_PARAMS);
+        ck_assert_str_eq(json_string_value(json_object_get(err.data, "param")), "n");
+        sbx_error_clear(&err);
+        ck_assert_int_eq(params_str(p, "n", 10, &s, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.message, "'n' must be a string, not an integer"));
+        sbx_error_clear(&err);
+        ck_assert_int_eq(params_str_map(p, "m", 10, &j, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.message, "m.k"));
+        sbx_error_clear(&err);
+        ck_assert_int_eq(params_str_array(p, "a", 10, &j, &err), 1);
+        ck_assert_int_eq(params_known(p, known, &err), 0);
+        ck_assert_int_eq(params_known(p, less, &err), -1);
+        sbx_error_clear(&err);
+        json_decref(p);
+}
+END_TEST
+
+START_TEST(test_spool_ring)
+{
+        char path[] = "/tmp/check-spool-XXXXXX";
+        int fd = mkstemp(path);
+        struct spool *s;
+        struct buf b = {0};
+        uint64_t start;
+
+        close(fd);
+        s = spool_new(path, 10);
+        spool_write(s, "0123456789", 10);
+        spool_write(s, "abcde", 5);
+        ck_assert_uint_eq(spool_total(s), 15);
+        ck_assert_uint_eq(spool_first(s), 5);
+        ck_assert_int_eq(spool_read(s, 0, 100, &b, &start), 0);
+        ck_assert_uint_eq(start, 5);
+        ck_assert_str_eq(b.data, "56789abcde");
+        b.len = 0;
+        spool_read(s, 12, 2, &b, &start);
+        ck_assert_str_eq(b.data, "cd");
+        b.len = 0;
+        spool_write(s, "ZZZZZZZZZZZZZZZZZZZZ_", 21); /* larger than the ring */
+        spool_read(s, 0, 100, &b, &start);
+        ck_assert_uint_eq(start, 26);
+        ck_assert_str_eq(b.data, "ZZZZZZZZZ_");
+        buf_free(&b);
+        spool_free(s);
+        ck_assert_int_ne(access(path, F_OK), 0);
+}
+END_TEST
+
+START_TEST(test_shell_state_parse)
+{
+        static const char blob[] = "/tmp/x y\n\0A=1\0PWD=/tmp\0B=two=2\0_=/bin/env\0BAD\0";
+        char *cwd = NULL;
+        json_t *env = NULL;
+
+        ck_assert_int_eq(shell_state_parse(blob, sizeof(blob) - 1, &cwd, &env), 0);
+        ck_assert_str_eq(cwd, "/tmp/x y");
+        ck_assert_str_eq(json_string_value(json_object_get(env, "A")), "1");
+        ck_assert_str_eq(json_string_value(json_object_get(env, "B")), "two=2");
+        ck_assert_ptr_null(json_object_get(env, "PWD"));
+        ck_assert_ptr_null(json_object_get(env, "_"));
+        ck_assert_uint_eq(json_object_size(env), 2);
+        free(cwd);
+        json_decref(env);
+        ck_assert_int_lt(shell_state_parse("relative\n\0", 10, &cwd, &env), 0);
+        ck_assert_int_lt(shell_state_parse("/nonul", 6, &cwd, &env), 0);
+}
+END_TEST
+
+static int
+write_conf(char *path, const char *text)
+{
+        int fd = mkstemp(path);
+        ssize_t n = write(fd, text, strlen(text));
+
+        close(fd);
+        return n == (ssize_t) strlen(text) ? 0 : -1;
+}
+
+START_TEST(test_config)
+{
+        char path[] = "/tmp/check-conf-XXXXXX";
+        struct config *c = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(write_conf(path, "[limits]\nspool_max_bytes = 2M\n[exec]\n"
+                                          "default_timeout_s=7\n[backend.docker]\nx = y\n"),
+                         0);
+        ck_assert_int_eq(config_load(path, true, &c, &err), 0);
+        ck_assert_uint_eq(c->spool_max_bytes, 2u << 20);
+        ck_assert_uint_eq(c->default_timeout_s, 7);
+        ck_assert_uint_eq(c->max_message_bytes, 16u << 20);
+        ck_assert_str_eq(json_string_value(json_object_get(config_backend(c, "docker"), "x")), "y");
+        config_free(c);
+        unlink(path);
+
+        strcpy(path, "/tmp/check-conf-XXXXXX");
+        ck_assert_int_eq(write_conf(path, "[exec]\n\n# c\nkill_grace_ms = soon\n"), 0);
+        ck_assert_int_lt(config_load(path, true, &c, &err), 0);
+        ck_assert_ptr_nonnull(strstr(err.message, ":4: [exec] kill_grace_ms"));
+        sbx_error_clear(&err);
+        unlink(path);
+
+        strcpy(path, "/tmp/check-conf-XXXXXX");
+        ck_assert_int_eq(write_conf(path, "[daemon]\nsokcet = /x\n"), 0);
+        ck_assert_int_lt(config_load(path, true, &c, &err), 0);
+        ck_assert_ptr_nonnull(strstr(err.message, ":2: unknown key 'sokcet'"));
+        sbx_error_clear(&err);
+        unlink(path);
+
+        ck_assert_int_eq(config_load("/nonexistent/sandboxd.conf", false, &c, &err), 0);
+        config_free(c);
+        ck_assert_int_lt(config_load("/nonexistent/sandboxd.conf", true, &c, &err), 0);
+        sbx_error_clear(&err);
+}
+END_TEST
+
+/* Test entry point. */
+int
+main(void)
+{
+        Suite *s = suite_create("protocol");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        util_json_alloc_init();
+        tcase_add_test(tc, test_frame_lines);
+        tcase_add_test(tc, test_frame_too_long_keeps_connection);
+        tcase_add_test(tc, test_utf8);
+        tcase_add_test(tc, test_base64);
+        tcase_add_test(tc, test_params);
+        tcase_add_test(tc, test_spool_ring);
+        tcase_add_test(tc, test_shell_state_parse);
+        tcase_add_test(tc, test_config);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
