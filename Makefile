@@ -162,3 +162,19 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# libFuzzer target for the policy parser: build/fuzz/fuzz_policy, run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c
+fuzz: build/fuzz/fuzz_policy
+	@mkdir -p build/fuzz/corpus
+	cp -n fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
+	build/fuzz/fuzz_policy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+		-rss_limit_mb=2048 build/fuzz/corpus
+
+build/fuzz/fuzz_policy: fuzz/fuzz_policy.c $(FUZZ_SRC) $(wildcard policy/*.h)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
+		$(shell $(PKG_CONFIG) --cflags jansson) -o $@ fuzz/fuzz_policy.c $(FUZZ_SRC) \
+		$(shell $(PKG_CONFIG) --libs jansson)

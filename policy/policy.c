@@ -1,14 +1,10 @@
-/* policy.c — placeholder engine: allows everything. Replaced by the real engine (issue 3). */
+/* policy.c — the policy engine's public entry points (protocol §6): load, evaluate, report. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/policy.h"
+#include "policy/internal.h"
 #include "protocol/util.h"
-
-struct policy {
-        size_t nrules;
-        char sha256[65];
-};
 
 /* The built-in policy. */
 struct policy *
@@ -16,18 +12,36 @@ policy_new_default(void)
 {
         struct policy *p = xcalloc(1, sizeof(*p));
 
-        strcpy(p->sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        sha256_hex("", 0, p->sha256);
         return p;
 }
 
-/* Loads a rules file (placeholder: accepts any path). */
+/* Loads built-ins plus the rules file at path. */
 int
 policy_load(const char *path, bool required, struct policy **ret, struct sbx_error *err)
 {
-        (void) path;
-        (void) required;
-        (void) err;
-        *ret = policy_new_default();
+        char *text = NULL;
+        size_t len = 0;
+        int rc = rulesfile_read(path, &text, &len);
+
+        if (rc == -ENOENT && !required) {
+                *ret = policy_new_default();
+                return 0;
+        }
+        if (rc < 0) {
+                sbx_error_set(err, SBX_E_PARAMS, NULL, "%s:0: %s", path,
+                              rc == -EFBIG ? "rules file larger than 1 MiB" : strerror(-rc));
+                return rc;
+        }
+        struct policy *p = policy_new_default();
+        sha256_hex(text, len, p->sha256);
+        rc = rulesfile_parse(p, path, text, len, err);
+        free(text);
+        if (rc < 0) {
+                policy_free(p);
+                return rc;
+        }
+        *ret = p;
         return 0;
 }
 
@@ -35,50 +49,126 @@ policy_load(const char *path, bool required, struct policy **ret, struct sbx_err
 struct policy *
 policy_free(struct policy *p)
 {
+        if (!p)
+                return NULL;
+        rulesfile_free(p->rules, p->nrules);
+        for (size_t k = 0; k < p->ndisabled; k++)
+                free(p->disabled[k]);
+        free(p->disabled);
         free(p);
         return NULL;
 }
 
-/* Rule count. */
+/* Built-in plus file rules. */
 size_t
 policy_rule_count(const struct policy *p)
 {
-        return p->nrules;
+        return builtin_count() + (p ? p->nrules : 0);
 }
 
-/* Rules hash. */
+/* Hex SHA-256 of the rules file. */
 const char *
 policy_sha256(const struct policy *p)
 {
         return p->sha256;
 }
 
-/* Judges a command. */
+/* Bytes a shell command must not contain: controls, bidi overrides, zero-width characters. */
+static const char *
+bad_bytes(const char *s, size_t n)
+{
+        for (size_t k = 0; k < n; k++) {
+                unsigned char c = (unsigned char) s[k];
+                if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
+                        return "control character";
+                if (c == 0xe2 && k + 2 < n) {
+                        unsigned char c1 = (unsigned char) s[k + 1], c2 = (unsigned char) s[k + 2];
+                        if (c1 == 0x80 &&
+                            ((c2 >= 0x8b && c2 <= 0x8f) || (c2 >= 0xaa && c2 <= 0xae)))
+                                return "invisible or bidi control character";
+                        if (c1 == 0x81 && c2 >= 0xa6 && c2 <= 0xa9)
+                                return "bidi isolate character";
+                }
+                if (c == 0xef && k + 2 < n && (unsigned char) s[k + 1] == 0xbb &&
+                    (unsigned char) s[k + 2] == 0xbf)
+                        return "zero-width no-break space";
+        }
+        return NULL;
+}
+
+/* Judges a shell command string. */
 void
 policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const char *command,
                     struct policy_result *out)
 {
-        memset(out, 0, sizeof(*out));
+        struct eval ev;
+        size_t n = command ? strlen(command) : 0;
+        const char *bad;
+
+        analyze_init(&ev, p, ctx, n);
+        if (n > POLICY_MAX_INPUT) {
+                analyze_add(&ev, -1, "parse.limit", "command longer than 256 KiB", NULL);
+        } else if ((bad = bad_bytes(command, n))) {
+                analyze_add(&ev, -1, "parse.error", bad, NULL);
+        } else {
+                parse_script(&ev, command, n, 0);
+                analyze_units(&ev, 0);
+        }
+        analyze_finish(&ev, out);
+        analyze_free(&ev);
 }
 
-/* Judges an argv. */
+/* Judges an argv exec (no shell). */
 void
 policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *const *argv,
                  struct policy_result *out)
 {
-        memset(out, 0, sizeof(*out));
+        struct eval ev;
+        size_t total = 0, argc = 0;
+
+        while (argv && argv[argc]) {
+                total += strlen(argv[argc]) + 1;
+                argc++;
+        }
+        analyze_init(&ev, p, ctx, total);
+        if (total > POLICY_MAX_INPUT || argc > 65536) {
+                analyze_add(&ev, -1, "parse.limit", "argv larger than 256 KiB", NULL);
+        } else if (argc > 0) {
+                int k = parse_new_unit(&ev, 0, 0);
+                for (size_t i = 0; i < argc && k >= 0; i++) {
+                        unsigned flags = 0;
+                        for (const char *c = argv[i]; *c; c++)
+                                if ((unsigned char) *c >= 0x80)
+                                        flags |= W_NONASCII;
+                        parse_unit_push(&ev, k, argv[i], flags);
+                }
+                analyze_units(&ev, 0);
+        }
+        analyze_finish(&ev, out);
+        analyze_free(&ev);
 }
 
-/* Judges a sandbox spec. */
+/* Judges a sandbox.create spec. */
 void
 policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t *spec,
                     json_t *volumes, struct policy_result *out)
 {
-        memset(out, 0, sizeof(*out));
-        out->host_access = ctx && ctx->host_access;
+        struct eval ev;
+
+        analyze_init(&ev, p, ctx, 0);
+        ev.host_access = ctx && ctx->host_access;
+        const char *backend = json_string_value(json_object_get(spec, "backend"));
+        if (!backend && ctx && ctx->backend)
+                backend = ctx->backend;
+        if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
+                ev.host_access = true;
+        if (json_is_object(spec))
+                container_check(&ev, -1, spec, volumes);
+        analyze_finish(&ev, out);
+        analyze_free(&ev);
 }
 
-/* Frees findings. */
+/* Frees the findings. */
 void
 policy_result_clear(struct policy_result *r)
 {
@@ -91,6 +181,7 @@ policy_result_clear(struct policy_result *r)
         free(r->findings);
         r->findings = NULL;
         r->nfindings = 0;
+        r->verdict = POLICY_ALLOW;
 }
 
 /* Verdict name. */
@@ -102,7 +193,7 @@ policy_verdict_name(enum policy_verdict v)
         return v <= POLICY_DENY ? names[v] : "deny";
 }
 
-/* Findings as JSON. */
+/* Findings as protocol JSON. */
 json_t *
 policy_findings_json(const struct policy_result *r)
 {

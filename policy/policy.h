@@ -23,7 +23,7 @@ enum policy_verdict {
 #define POLICY_F_NO_ALWAYS 0x2 /* broad carrier: never offer "always" */
 
 struct policy_finding {
-        char *rule;    /* rule id, e.g. "floor.rm-root" */
+        char *rule; /* rule id, e.g. "floor.rm-root" */
         enum policy_verdict verdict;
         char *message; /* human sentence: what and why */
         char *match;   /* the text that matched, may be NULL */
@@ -40,12 +40,13 @@ struct policy_result {
 
 /* Facts about where a command would run. All fields optional (NULL / false). */
 struct policy_ctx {
-        const char *backend;       /* "local", "docker", … */
-        bool host_access;          /* the sandbox exposes the host (local always does) */
+        const char *backend; /* "local", "docker", … */
+        bool host_access;    /* the sandbox exposes the host (local always does) */
         const char *cwd;
         const char *home;
-        json_t *env;               /* object of strings known in the sandbox, borrowed */
+        json_t *env;                        /* object of strings known in the sandbox, borrowed */
         const char *const *protected_paths; /* daemon config/state paths, NULL-terminated */
+        const char *workspace; /* container checks: binds below it are fine (still host access) */
 };
 
 struct policy;
@@ -61,6 +62,8 @@ struct policy *policy_free(struct policy *p);
 /* Number of rules (built-in + file) and the hex SHA-256 of the rules file (or of "" ). */
 size_t policy_rule_count(const struct policy *p);
 const char *policy_sha256(const struct policy *p);
+/* Hex SHA-256 of any bytes into out (65 chars with the NUL); used by the audit log. */
+void policy_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* Judges a shell command string. Fills *out (caller clears with policy_result_clear). */
 void policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const char *command,
@@ -79,5 +82,29 @@ void policy_result_clear(struct policy_result *r);
 const char *policy_verdict_name(enum policy_verdict v);
 /* The findings as protocol JSON: [{rule, verdict, message, match?}] (new). */
 json_t *policy_findings_json(const struct policy_result *r);
+
+/* ---- approval memory (policy/approval.c; pure, I/O only in load/save) ----
+ * A key is "rule|subject" (not the rule alone). A set is a JSON object key -> {rule, subject}. */
+
+/* Approval key of one finding (new string). */
+char *policy_approval_key(const struct policy_finding *f);
+/* Keys of every ASK finding of r (new array of strings). */
+json_t *policy_approval_keys(const struct policy_result *r);
+/* True when r has no DENY finding and set (borrowed, may be NULL) holds every ASK key. */
+bool policy_approval_covers(const struct policy_result *r, json_t *set);
+/* True when no finding is FLOOR or NO_ALWAYS and the verdict is not DENY. */
+bool policy_result_allows_always(const struct policy_result *r);
+/* Choices to offer for r (new array): ["once","session","always","deny"], without "always"
+ * when policy_result_allows_always() is false; ["deny"] for DENY. */
+json_t *policy_result_choices(const struct policy_result *r);
+/* Adds the keys of r's ASK findings to set (borrowed). -EPERM and nothing added when r is DENY
+ * or when always is true but "always" is not allowed for r. */
+int policy_approval_remember(const struct policy_result *r, json_t *set, bool always);
+/* Removes one key from set; -ENOENT when absent. */
+int policy_approvals_revoke(json_t *set, const char *key);
+/* Loads the persisted "always" set from path (new object in *ret); missing file = empty set. */
+int policy_approvals_load(const char *path, json_t **ret, struct sbx_error *err);
+/* Writes set to path atomically (tmp + fsync + rename, mode 0600). */
+int policy_approvals_save(const char *path, json_t *set, struct sbx_error *err);
 
 #endif

@@ -113,6 +113,48 @@ utf8_ceil_start(const char *p, size_t n)
         return k;
 }
 
+/* Escapes text for a JSON string, sanitising UTF-8 on the way. */
+void
+json_escape_text(struct buf *out, const char *p, size_t n)
+{
+        static const char hex[] = "0123456789abcdef";
+        const unsigned char *u = (const unsigned char *) p;
+        size_t i = 0, run = 0;
+
+        buf_reserve(out, n + n / 8 + 16);
+        while (i < n) {
+                unsigned char c = u[i];
+                int len;
+
+                if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+                        i++;
+                        continue;
+                }
+                if (c >= 0x80 && (len = utf8_seq(u + i, n - i)) > 0) {
+                        i += (size_t) len;
+                        continue;
+                }
+                buf_append(out, p + run, i - run);
+                if (c >= 0x80) {
+                        buf_append(out, "\xEF\xBF\xBD", 3);
+                } else if (c == '"' || c == '\\') {
+                        char e[2] = {'\\', (char) c};
+                        buf_append(out, e, 2);
+                } else if (c == '\n') {
+                        buf_append(out, "\\n", 2);
+                } else if (c == '\t') {
+                        buf_append(out, "\\t", 2);
+                } else if (c == '\r') {
+                        buf_append(out, "\\r", 2);
+                } else {
+                        char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                        buf_append(out, e, 6);
+                }
+                run = ++i;
+        }
+        buf_append(out, p + run, n - run);
+}
+
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Base64 encode. */

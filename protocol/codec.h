@@ -19,6 +19,10 @@ size_t utf8_floor(const char *p, size_t n);
 /* Smallest k >= 0 such that p[k..n) starts on a character boundary (for tail truncation). */
 size_t utf8_ceil_start(const char *p, size_t n);
 
+/* Appends p[0..n) as the inside of a JSON string (no quotes): valid UTF-8 is copied, invalid
+ * bytes become U+FFFD, '"', '\\' and control characters are escaped. One pass. */
+void json_escape_text(struct buf *out, const char *p, size_t n);
+
 /* Appends the base64 encoding of p[0..n) to out. */
 void base64_encode(struct buf *out, const void *p, size_t n);
 /* Decodes standard base64 (padding optional, no whitespace) into out. Returns 0 or -EINVAL. */

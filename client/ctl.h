@@ -1,0 +1,44 @@
+/* ctl.h — what every sandboxctl command shares: the invocation context, exit codes and the
+ * command signature. Single-threaded; the context lives for the whole run. */
+#ifndef SANDBOXCTL_CTL_H
+#define SANDBOXCTL_CTL_H
+
+#include <stdbool.h>
+
+struct ctl_conn;
+
+/* Exit codes (documented in docs/sandboxctl.md). */
+enum ctl_exit {
+        CTL_EXIT_OK = 0,
+        CTL_EXIT_ERROR = 2,       /* sandboxd answered with an error, or the connection failed */
+        CTL_EXIT_USAGE = 64,      /* bad command line (EX_USAGE) */
+        CTL_EXIT_TIMEOUT = 124,   /* exec/wait: the command timed out, like timeout(1) */
+        CTL_EXIT_EXEC_ERROR = 125 /* exec/wait/check: sandboxctl or sandboxd failed */
+};
+
+/* The invocation: global options and the connection, opened on first use. */
+struct ctl_ctx {
+        const char *socket_opt; /* --socket, borrowed from argv, may be NULL */
+        bool json;              /* --json: raw JSON output */
+        struct ctl_conn *conn;  /* owned; NULL until ctl_connect() */
+};
+
+/* A subcommand: parses its own argv (argv[0] is its name) and returns the exit code. */
+typedef int (*ctl_run_fn)(struct ctl_ctx *ctx, int argc, char **argv);
+
+/* Opens the connection if not yet open; on failure prints why and returns NULL (borrowed). */
+struct ctl_conn *ctl_connect(struct ctl_ctx *ctx);
+
+/* Subcommands (one file each group). */
+int ctl_exec_main(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_proc_ps(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_proc_logs(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_proc_kill(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_proc_wait(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_sandbox_main(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_misc_backends(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_misc_info(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_misc_call(struct ctl_ctx *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,45 @@
+/* fuzz_policy.c — libFuzzer target: the shell parser and analyser on arbitrary bytes, plus the
+ * argv path (input split at NULs). Crashes, leaks and sanitizer reports are failures; the
+ * verdict for any input that hit a limit must not be ALLOW. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* One input. */
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        static struct policy *p;
+        static const char *const prot[] = {"/etc/sandboxd", "/var/lib/sandboxd", NULL};
+        struct policy_ctx ctx = {.backend = "local",
+                                 .host_access = true,
+                                 .cwd = "/home/u/w",
+                                 .home = "/home/u",
+                                 .protected_paths = prot};
+        struct policy_result r;
+        char *s = malloc(size + 1);
+        char *argv[65];
+        size_t argc = 0;
+
+        if (!p)
+                p = policy_new_default();
+        memcpy(s, data, size);
+        s[size] = '\0';
+        policy_eval_command(p, &ctx, s, &r);
+        for (size_t k = 0; k < r.nfindings; k++)
+                if (!strncmp(r.findings[k].rule, "parse.", 6) && r.verdict == POLICY_ALLOW)
+                        abort();
+        json_decref(policy_findings_json(&r));
+        policy_result_clear(&r);
+        for (size_t off = 0; off <= size && argc < 64; off += strlen(s + off) + 1)
+                argv[argc++] = s + off;
+        argv[argc] = NULL;
+        policy_eval_argv(p, &ctx, argv, &r);
+        policy_result_clear(&r);
+        free(s);
+        return 0;
+}

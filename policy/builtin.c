@@ -1,0 +1,113 @@
+/* builtin.c — the table of built-in rules: id, verdict, flags and the sentence shown to people.
+ * Rule functions in analyze.c and container.c refer to rules by id. */
+#include <string.h>
+
+#include "policy/internal.h"
+#include "protocol/util.h"
+
+#define FL POLICY_F_FLOOR
+#define NA POLICY_F_NO_ALWAYS
+#define D  POLICY_DENY
+#define A  POLICY_ASK
+
+static const struct builtin_rule rules[] = {
+        {"floor.rm-root", D, FL, "recursive delete of the root filesystem"},
+        {"floor.rm-system", D, FL, "recursive delete of a system directory"},
+        {"floor.rm-home", D, FL, "recursive delete of the home directory"},
+        {"floor.perm-root", D, FL,
+         "recursive permission or owner change of /, a system directory or home"},
+        {"floor.mkfs", D, FL, "formats a filesystem"},
+        {"floor.wipe-dev", D, FL, "wipes a block device"},
+        {"floor.write-dev", D, FL, "raw write to a block device"},
+        {"floor.forkbomb", D, FL, "fork bomb: a function that calls itself in a pipe or twice"},
+        {"floor.kill-all", D, FL, "kill -1 signals every process the caller may signal"},
+        {"floor.power", D, FL, "shuts down, reboots or halts the machine"},
+        {"floor.self-protect", D, FL,
+         "changes or deletes the daemon's own configuration, state or audit log"},
+        {"parse.error", A, NA, "the command could not be parsed, so it cannot be judged"},
+        {"parse.limit", A, NA, "the command exceeds a parser limit, so it cannot be judged"},
+        {"exec.opaque-cmd", A, NA, "the program to run is only known at run time"},
+        {"exec.opaque-payload", A, NA, "code handed to a shell or eval is only known at run time"},
+        {"exec.alias", A, NA, "aliases, hash -p or enable -f change what a name runs"},
+        {"exec.stdin-code", A, NA, "a shell or interpreter reads code from a stream"},
+        {"exec.remote-code", A, NA, "downloaded code is executed"},
+        {"exec.decode-run", A, NA, "decoded data is executed as code"},
+        {"exec.inline-code", A, NA, "an interpreter runs inline code"},
+        {"exec.embedded", A, NA, "a tool option runs another program"},
+        {"exec.write-then-run", A, NA, "runs a file written earlier in the same command"},
+        {"exec.nonascii", A, NA, "non-ASCII characters in a command name"},
+        {"exec.remote", A, 0, "runs a command on another host or container"},
+        {"delete.recursive", A, 0, "recursive delete"},
+        {"delete.force", A, 0, "forced delete"},
+        {"delete.find", A, 0, "find deletes the files it matches"},
+        {"delete.xargs", A, 0, "deletes files whose names come from input"},
+        {"perm.chmod", A, 0, "weakens permissions (recursive, world-writable or set-id)"},
+        {"perm.chown", A, 0, "changes file ownership"},
+        {"write.credential", A, 0, "writes a credential file"},
+        {"write.startup", A, 0, "writes a login, startup or scheduled-job file"},
+        {"write.system", A, 0, "writes or deletes a system file"},
+        {"net.metadata", A, 0, "contacts a cloud metadata service (credential theft)"},
+        {"net.dev-tcp", A, 0, "opens a network connection through /dev/tcp or /dev/udp"},
+        {"env.inject", A, 0, "sets a variable that injects code into programs"},
+        {"env.path", A, 0, "puts directories in front of PATH"},
+        {"docker.daemon-redirect", A, 0, "talks to another container daemon or context"},
+        {"git.reset-hard", A, 0, "discards uncommitted work (git reset --hard)"},
+        {"git.push-force", A, 0, "rewrites remote history (forced push)"},
+        {"git.clean", A, 0, "deletes untracked files (git clean -f)"},
+        {"git.branch-delete", A, 0, "force-deletes a branch"},
+        {"git.history", A, 0, "rewrites repository history"},
+        {"service.control", A, 0, "stops, restarts or disables a system service"},
+        {"proc.kill", A, 0, "kills processes by name or with SIGKILL"},
+        {"priv.sudo-stdin", A, NA, "sudo reads a password from a stream"},
+        {"pkg.remove", A, 0, "uninstalls packages"},
+        {"sql.destructive", A, 0, "destructive SQL (DROP, TRUNCATE, DELETE without WHERE)"},
+        {"container.privileged", D, 0, "privileged container: full access to the host"},
+        {"container.host-ns", D, 0, "shares the host's pid, ipc or user namespace"},
+        {"container.host-ns-soft", A, 0,
+         "shares the host's network, uts or cgroup namespace, or another container's"},
+        {"container.cap", D, 0, "adds a capability that allows escaping the container"},
+        {"container.cap-soft", A, 0, "adds a capability outside the default set"},
+        {"container.device", D, 0, "exposes a block or memory device of the host"},
+        {"container.device-soft", A, 0, "exposes a host device"},
+        {"container.secopt", D, 0, "disables seccomp, AppArmor or /proc masking"},
+        {"container.selinux", A, 0, "disables or changes SELinux labelling"},
+        {"container.sysctl", A, 0, "sets a sysctl outside the safe set"},
+        {"container.mount-root", D, 0, "mounts the host's root filesystem"},
+        {"container.mount-system", D, 0, "mounts a host system directory (or one containing it)"},
+        {"container.mount-socket", D, 0, "mounts a container runtime socket (host control)"},
+        {"container.mount-credential", D, 0,
+         "mounts host credentials (or a directory holding them)"},
+        {"container.mount-self", D, 0, "mounts the daemon's own configuration or state"},
+        {"container.mount-host", A, 0, "mounts a host directory outside the workspace"},
+        {"container.volume-device", D, 0, "a volume is backed by a host block device"},
+        {"container.volume-netfs", A, 0, "a volume mounts a network filesystem"},
+        {"container.volume-driver", A, 0, "a volume uses a non-local driver"},
+        {"container.propagation", A, 0, "shared mount propagation with the host"},
+        {"container.publish", A, 0, "publishes ports on all host interfaces"},
+        {"container.volumes-from", A, 0, "inherits the mounts of another container"},
+        {"container.device-cgroup", A, 0, "device cgroup rules grant device access"},
+};
+
+/* The rule with this id, or NULL. */
+const struct builtin_rule *
+builtin_find(const char *id)
+{
+        for (size_t k = 0; k < ARRAY_SIZE(rules); k++)
+                if (strcmp(rules[k].id, id) == 0)
+                        return &rules[k];
+        return NULL;
+}
+
+/* Number of built-in rules. */
+size_t
+builtin_count(void)
+{
+        return ARRAY_SIZE(rules);
+}
+
+/* The i-th built-in rule. */
+const struct builtin_rule *
+builtin_at(size_t i)
+{
+        return i < ARRAY_SIZE(rules) ? &rules[i] : NULL;
+}
