@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backends/docker.h"
+
 #define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
 #define UNAVAILABLE_HINT   "use backend \"local\" or \"docker\"; this backend is on the roadmap"
 
@@ -38,7 +40,8 @@ UNAVAILABLE_OPS(modal_ops, "modal");
 UNAVAILABLE_OPS(daytona_ops, "daytona");
 
 static const struct backend_ops *const backend_table[] = {
-        &local_backend_ops, &ssh_ops, &singularity_ops, &modal_ops, &daytona_ops, NULL,
+        &local_backend_ops, &docker_backend_ops, &ssh_ops, &singularity_ops,
+        &modal_ops,         &daytona_ops,        NULL,
 };
 
 /* Finds a backend by name. */

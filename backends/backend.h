@@ -100,6 +100,10 @@ struct exec_exit {
         bool oom_killed;   /* the kernel killed it for memory */
         const char *state; /* shell state captured by the wrapper, borrowed, may be NULL */
         size_t state_len;
+        /* Set when the exec could not be started after exec_start returned 0 (the container
+         * vanished, the backend connection failed, …): the process never ran, no output was
+         * delivered and the other fields are meaningless. Borrowed, NULL normally. */
+        const struct sbx_error *error;
 };
 
 /* Callbacks from a running exec to the daemon (loop thread). ctx is the daemon's job. */

@@ -20,7 +20,7 @@
 #include "protocol/list.h"
 #include "protocol/util.h"
 
-#define LOCAL_READ_BUF     (64 * 1024)
+#define LOCAL_READ_BUF     (256 * 1024)
 #define LOCAL_STATE_MAX    (1u << 20)
 #define LOCAL_FILE_MAX     (64u << 20)
 #define LOCAL_KILL_POLL_MS 20
@@ -38,8 +38,11 @@ struct local_pipe {
         struct backend_proc *p;
         int stream; /* 0 stdout, 1 stderr, -1 stdin */
         bool open;
-        char buf[LOCAL_READ_BUF];
 };
+
+/* Reads are consumed inside their callback, so every pipe can share one buffer: a process
+ * costs a few hundred bytes, not three read buffers. */
+static char local_rbuf[LOCAL_READ_BUF];
 
 struct local_kill {
         struct list node;
@@ -270,10 +273,8 @@ local_destroy(struct backend_sandbox *b, void *ctx, backend_done_cb cb)
 static void
 local_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-        struct local_pipe *lp = LIST_ENTRY(h, struct local_pipe, h);
-
-        buf->base = lp->buf;
-        buf->len = sizeof(lp->buf);
+        buf->base = local_rbuf;
+        buf->len = sizeof(local_rbuf);
 }
 
 static void
@@ -311,8 +312,11 @@ local_open_pipe(struct backend_proc *p, struct local_pipe *lp, int fd, int strea
                 local_close_pipe(lp);
                 return r;
         }
-        if (stream >= 0)
+        if (stream >= 0) {
+                /* Bigger pipes mean fewer wake-ups for chatty commands; best effort. */
+                fcntl(fd, F_SETPIPE_SZ, 1 << 20);
                 uv_read_start((uv_stream_t *) &lp->h, local_alloc_cb, local_read_cb);
+        }
         return 0;
 }
 
@@ -358,8 +362,9 @@ local_finish(struct backend_proc *p)
                 ex.exit_code = WEXITSTATUS(p->status);
         else if (WIFSIGNALED(p->status))
                 ex.signal = WTERMSIG(p->status);
-        ex.oom_killed =
-                p->bsb->cg && cgroup_oom_kills(p->bsb->cg) > p->oom_before && ex.signal == SIGKILL;
+        /* Any OOM kill in the sandbox's cgroup while this exec ran: a pipeline's victim need
+         * not be the exec's main process (the shell then exits 137 on its own). */
+        ex.oom_killed = p->bsb->cg && cgroup_oom_kills(p->bsb->cg) > p->oom_before;
         if (p->state_path) {
                 state = local_read_state(p, &ex.state_len);
                 ex.state = state;

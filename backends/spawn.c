@@ -7,6 +7,7 @@
 #include "backends/spawn.h"
 
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -72,6 +74,9 @@ static const struct {
         {RLIMIT_CPU, offsetof(struct spawn_limits, cpu_s), "RLIMIT_CPU"},
         {RLIMIT_NOFILE, offsetof(struct spawn_limits, nofile), "RLIMIT_NOFILE"},
 };
+
+/* Soft RLIMIT_NOFILE children start with (the daemon raised its own); RLIM_INFINITY = leave. */
+static rlim_t spawn_child_nofile = RLIM_INFINITY;
 
 /* Descriptors of one spawn; -1 when unused. Child ends are closed in the parent after fork. */
 struct spawn_fds {
@@ -208,6 +213,14 @@ child_rlimits(const struct spawn_plan *p)
         uint64_t v;
         size_t i;
 
+        /* The daemon's raised soft limit is not the user's: give back the one it started with
+         * (lowering a soft limit always works; a limits->nofile below overrides it). */
+        if (spawn_child_nofile != RLIM_INFINITY && getrlimit(RLIMIT_NOFILE, &cur) == 0 &&
+            cur.rlim_cur > spawn_child_nofile) {
+                rl.rlim_cur = spawn_child_nofile;
+                rl.rlim_max = cur.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
         for (i = 0; l && i < ARRAY_SIZE(spawn_rlimits); i++) {
                 memcpy(&v, (const char *) l + spawn_rlimits[i].offset, sizeof(v));
                 if (v == 0)
@@ -229,16 +242,21 @@ child_identity(const struct backend_identity *w, int *stage)
         uid_t r, e, s;
         gid_t gr, ge, gs;
 
+        /* Raw system calls: the child shares the daemon's memory (CLONE_VM), and glibc's
+         * set*id wrappers would try to change the credentials of the daemon's other threads
+         * too. The kernel changes only the calling task. */
         *stage = STAGE_IDENTITY;
-        if (setgroups(w->ngroups, w->groups) < 0 || setgid(w->gid) < 0 || setuid(w->uid) < 0)
+        if (syscall(SYS_setgroups, w->ngroups, w->groups) < 0 ||
+            syscall(SYS_setresgid, w->gid, w->gid, w->gid) < 0 ||
+            syscall(SYS_setresuid, w->uid, w->uid, w->uid) < 0)
                 return errno;
         *stage = STAGE_VERIFY;
-        if (getresuid(&r, &e, &s) < 0 || getresgid(&gr, &ge, &gs) < 0)
+        if (syscall(SYS_getresuid, &r, &e, &s) < 0 || syscall(SYS_getresgid, &gr, &ge, &gs) < 0)
                 return errno;
         if (r != w->uid || e != w->uid || s != w->uid || gr != w->gid || ge != w->gid ||
             gs != w->gid)
                 return EPERM;
-        if (w->uid != 0 && setuid(0) == 0)
+        if (w->uid != 0 && syscall(SYS_setuid, 0) == 0)
                 return EPERM;
         return 0;
 }
@@ -324,8 +342,10 @@ child_exec(const struct spawn_plan *p)
 }
 
 static _Noreturn void
-spawn_child(struct spawn_plan *p)
+spawn_child(struct spawn_plan *shared)
 {
+        /* A private copy: the parent's plan lives in memory we share until exec. */
+        struct spawn_plan plan = *shared, *p = &plan;
         int stage, e;
 
         child_reset_signals();
@@ -611,9 +631,12 @@ spawn_reap(pid_t pid, int *status)
                 *status = st;
 }
 
-/* fork() with every signal blocked; the parent's mask is restored before returning. */
+#define SPAWN_STACK (256 * 1024)
+
+/* fork() with every signal blocked, for children that run code of ours (spawn_run_as) rather
+ * than exec; the parent's mask is restored before returning. */
 static pid_t
-spawn_fork(sigset_t *saved)
+spawn_fork_plain(sigset_t *saved)
 {
         sigset_t all;
         pid_t pid;
@@ -625,6 +648,41 @@ spawn_fork(sigset_t *saved)
         e = errno;
         if (pid != 0)
                 pthread_sigmask(SIG_SETMASK, saved, NULL);
+        errno = e;
+        return pid;
+}
+
+static int
+spawn_child_entry(void *arg)
+{
+        spawn_child(arg);
+}
+
+/* Starts the child like posix_spawn does: clone(CLONE_VM | CLONE_VFORK) shares the daemon's
+ * memory until the child calls execve (or exits), so no page tables are copied and torn down
+ * for every exec — that was most of an exec's cost. The parent is suspended meanwhile; every
+ * signal is blocked across it and the child resets dispositions before unblocking. */
+static pid_t
+spawn_fork(struct spawn_plan *p, sigset_t *saved)
+{
+        static char *stack;
+        sigset_t all;
+        pid_t pid;
+        int e;
+
+        if (!stack) {
+                stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+                if (stack == MAP_FAILED) {
+                        stack = NULL;
+                        return -1;
+                }
+        }
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, saved);
+        pid = clone(spawn_child_entry, stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, p);
+        e = errno;
+        pthread_sigmask(SIG_SETMASK, saved, NULL);
         errno = e;
         return pid;
 }
@@ -653,14 +711,12 @@ spawn_launch(struct spawn_plan *p, struct spawn_fds *f, struct spawn_result *res
         pid_t pid;
         int rc;
 
-        pid = spawn_fork(&saved);
+        pid = spawn_fork(p, &saved);
         if (pid < 0) {
                 rc = -errno;
-                sbx_error_backend(err, SPAWN_BACKEND, "fork: %s", strerror(-rc));
+                sbx_error_backend(err, SPAWN_BACKEND, "clone: %s", strerror(-rc));
                 return rc;
         }
-        if (pid == 0)
-                spawn_child(p);
         spawn_fds_close_child_ends(f);
         if (spawn_read_report(f->rep[0], &r)) {
                 spawn_reap(pid, NULL);
@@ -674,6 +730,13 @@ spawn_launch(struct spawn_plan *p, struct spawn_fds *f, struct spawn_result *res
         /* Ownership moved to res. */
         f->master = f->out[0] = f->err[0] = f->in[1] = -1;
         return 0;
+}
+
+/* Sets the soft RLIMIT_NOFILE every later child starts with. */
+void
+spawn_set_child_nofile(uint64_t soft)
+{
+        spawn_child_nofile = (rlim_t) soft;
 }
 
 /* Starts the process (see spawn.h). */
@@ -736,7 +799,7 @@ spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), v
                 return rc;
         if (pipe2(rep, O_CLOEXEC) < 0)
                 return -errno;
-        pid = spawn_fork(&saved);
+        pid = spawn_fork_plain(&saved);
         if (pid < 0) {
                 rc = -errno;
                 close(rep[0]);

@@ -61,6 +61,11 @@ struct spawn_result {
  * With who set and the daemon not root, who->uid must be the daemon's uid (else -EPERM). */
 int spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx_error *err);
 
+/* Every child started afterwards (spawn_start) gets soft RLIMIT_NOFILE = soft when its
+ * inherited soft limit is higher: the daemon raises its own soft limit to the hard one at
+ * start and gives the original back to the commands it runs. Call before the first spawn. */
+void spawn_set_child_nofile(uint64_t soft);
+
 /* Runs fn(arg) in a forked child with identity who (NULL: unchanged) and cwd "/", passing it
  * fd (kept open in the child); returns the child's exit status through *status (waitpid).
  * For small synchronous jobs done as the caller (file.read/file.write on the local backend).

@@ -40,5 +40,6 @@ int ctl_misc_backends(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_info(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_call(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_approvals_main(struct ctl_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -198,8 +198,11 @@ ctl_exec_params(struct ctl_exec *x, const struct ctl_exec_opts *o, int argc, cha
                                     o->timeout == (double) (long long) o->timeout
                                             ? json_integer((json_int_t) o->timeout)
                                             : json_real(o->timeout));
-        if (o->background)
+        if (o->background) {
+                /* It prints the exec_id and leaves: output is for `logs` to fetch. */
                 json_object_set_new(p, "background", json_true());
+                json_object_set_new(p, "stream", json_false());
+        }
         if (o->pty) {
                 json_object_set_new(p, "pty", json_true());
                 ctl_exec_pty_size(p);

@@ -23,6 +23,7 @@ static const struct {
         {"backends", ctl_misc_backends, "list backends and whether they can be used"},
         {"info", ctl_misc_info, "show daemon status"},
         {"check", ctl_misc_check, "ask the policy about a command without running it"},
+        {"approvals", ctl_approvals_main, "list or revoke persisted approvals"},
         {"call", ctl_misc_call, "send a raw JSON-RPC request and print its result"},
 };
 

@@ -1,14 +1,20 @@
 /* approval.h — turns a policy verdict into allow/deny for one request (protocol §3, §6):
- * DENY stays deny; ASK is settled by memory (session/always), by the connection's role, or by an
- * approval.request to an interactive client with a timeout. Loop thread only. */
+ * DENY stays deny; ASK on a sandbox without host access follows ask_isolated; otherwise ASK is
+ * settled by memory (session approvals of the sandbox, persisted "always" approvals of the
+ * caller's uid), by the connection's role, or by an approval.request to an interactive client
+ * with a timeout. Every decision and every approval answer goes to the audit log.
+ * Loop thread only. */
 #ifndef SANDBOXD_APPROVAL_H
 #define SANDBOXD_APPROVAL_H
+
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <stdbool.h>
 
 #include "daemon/conn.h"
 #include "policy/policy.h"
+#include "protocol/error.h"
 
 struct sandbox;
 
@@ -16,9 +22,21 @@ struct sandbox;
 typedef void (*approval_cb)(void *ctx, bool allowed, const char *resolution);
 
 /* Decides on r for a request from c. info (stolen) carries the approval.request fields
- * {kind, sandbox, backend, command?, cwd?, spec?}. sb may be NULL (sandbox.create). cb may run
- * before this returns. */
+ * {kind, sandbox, backend, command? | argv?, cwd?, spec?}. sb may be NULL (sandbox.create).
+ * r is borrowed and must stay valid until cb has run. cb may run before this returns. */
 void approval_decide(struct conn *c, struct sandbox *sb, bool host_access, json_t *info,
                      const struct policy_result *r, approval_cb cb, void *ctx);
+
+/* Loads the persisted approvals from state_dir/approvals.json. An unusable file is moved aside
+ * (approvals.json.bad) with a warning and the set starts empty; never fails the daemon. */
+void approval_init(const char *state_dir);
+/* Frees the persisted set. */
+void approval_shutdown(void);
+/* The persisted approvals uid may see (root: every uid's), as protocol objects
+ * [{key, rule, subject, uid, created_at}] (new). */
+json_t *approval_list(uid_t uid);
+/* Revokes key from uid's persisted approvals; root revokes it from target's set, or from every
+ * uid's when target is NULL. Returns how many were removed, or -ENOENT with err set. */
+int approval_revoke(uid_t uid, const char *key, const uid_t *target, struct sbx_error *err);
 
 #endif

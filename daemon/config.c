@@ -71,6 +71,9 @@ static const struct config_key config_keys[] = {
         K("policy", "subagent_auto_approve", CT_BOOL, subagent_auto_approve, 0),
         KL("policy", "batch_auto_approve_users", CT_UIDS, batch_auto_approve_uids,
            nbatch_auto_approve_uids),
+        K("policy", "ask_isolated", CT_STR, ask_isolated, 0),
+        K("policy", "audit_max_bytes", CT_SIZE, audit_max_bytes, 1ULL << 40),
+        K("policy", "audit_keep", CT_U64, audit_keep, 1000),
 };
 
 /* Built-in defaults. */
@@ -99,6 +102,8 @@ config_new_default(void)
         c->default_max_output_bytes = 1u << 20;
         c->default_backend = xstrdup("local");
         c->approval_timeout_s = 300;
+        c->audit_max_bytes = 16u << 20;
+        c->audit_keep = 5;
         c->backends = json_object();
         return c;
 }
@@ -280,6 +285,34 @@ config_ini_cb(void *user, const char *section, const char *name, const char *val
         return 0;
 }
 
+/* [policy] ask_isolated and [backend.NAME] ask_isolated take "allow" or "ask". */
+static int
+config_check_ask_isolated(const struct config *c, const char *path, struct sbx_error *err)
+{
+        const char *name, *v = c->ask_isolated;
+        json_t *sec;
+
+        if (v && strcmp(v, "allow") && strcmp(v, "ask")) {
+                sbx_error_set(err, SBX_E_INTERNAL, NULL,
+                              "%s: [policy] ask_isolated = '%s' is not valid: expected allow "
+                              "or ask",
+                              path, v);
+                return -EINVAL;
+        }
+        json_object_foreach(c->backends, name, sec)
+        {
+                v = json_string_value(json_object_get(sec, "ask_isolated"));
+                if (v && strcmp(v, "allow") && strcmp(v, "ask")) {
+                        sbx_error_set(err, SBX_E_INTERNAL, NULL,
+                                      "%s: [backend.%s] ask_isolated = '%s' is not valid: "
+                                      "expected allow or ask",
+                                      path, name, v);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 /* Loads the file over the defaults. */
 int
 config_load(const char *path, bool required, struct config **ret, struct sbx_error *err)
@@ -307,6 +340,18 @@ config_load(const char *path, bool required, struct config **ret, struct sbx_err
                 else
                         sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s:%d: syntax error", path, r);
                 free(p.error);
+                config_free(p.c);
+                return -EINVAL;
+        }
+        if (config_check_ask_isolated(p.c, path, err) < 0) {
+                config_free(p.c);
+                return -EINVAL;
+        }
+        if (!p.c->log_level ||
+            (strcmp(p.c->log_level, "info") && strcmp(p.c->log_level, "debug"))) {
+                sbx_error_set(err, SBX_E_INTERNAL, NULL,
+                              "%s: [daemon] log_level = '%s' is not valid: expected info or debug",
+                              path, p.c->log_level ? p.c->log_level : "");
                 config_free(p.c);
                 return -EINVAL;
         }

@@ -50,6 +50,9 @@ struct config {
         bool subagent_auto_approve;
         uid_t *batch_auto_approve_uids;
         size_t nbatch_auto_approve_uids;
+        char *ask_isolated;       /* "allow" (default, NULL) | "ask": ASK without host access */
+        uint64_t audit_max_bytes; /* rotate the audit log beyond this size */
+        uint64_t audit_keep;      /* rotated audit files kept */
         /* [backend.NAME] sections: object name -> object of key -> string */
         json_t *backends;
         char *path; /* file it came from, NULL for defaults */

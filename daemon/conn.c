@@ -50,8 +50,10 @@ struct conn {
         bool hup_timer_on;
         uv_timer_t hup_timer; /* while half-closed: notice a full close (POLLHUP) */
         uv_shutdown_t shutdown_req;
-        char rbuf[CONN_READ_BUF];
 };
+
+/* Shared by every connection: the framer copies what it keeps. */
+static char conn_rbuf[CONN_READ_BUF];
 
 struct conn_wreq {
         uv_write_t req;
@@ -398,24 +400,18 @@ conn_write_cb(uv_write_t *req, int status)
         conn_unref(c);
 }
 
-/* Queues a message. */
+/* Queues bytes that already form one or more complete NDJSON lines. */
 void
-conn_send(struct conn *c, json_t *msg)
+conn_send_raw(struct conn *c, const char *data, size_t n)
 {
-        size_t n;
         struct conn_wreq *w;
         uv_buf_t b;
 
-        if (c->closing) {
-                json_decref(msg);
+        if (c->closing)
                 return;
-        }
-        n = json_dumpb(msg, NULL, 0, JSON_COMPACT | JSON_REAL_PRECISION(10));
-        w = xmalloc(sizeof(*w) + n + 1);
-        json_dumpb(msg, w->data, n, JSON_COMPACT | JSON_REAL_PRECISION(10));
-        json_decref(msg);
-        w->data[n] = '\n';
-        w->len = n + 1;
+        w = xmalloc(sizeof(*w) + n);
+        memcpy(w->data, data, n);
+        w->len = n;
         w->conn = c;
         b = uv_buf_init(w->data, (unsigned) w->len);
         if (uv_write(&w->req, (uv_stream_t *) &c->pipe, &b, 1, conn_write_cb) < 0) {
@@ -427,6 +423,26 @@ conn_send(struct conn *c, json_t *msg)
         c->queued += w->len;
         if (c->queued > conn_wbuf_max)
                 c->congested = true;
+}
+
+/* Queues a message. */
+void
+conn_send(struct conn *c, json_t *msg)
+{
+        struct buf b = {0};
+        size_t n;
+
+        if (c->closing) {
+                json_decref(msg);
+                return;
+        }
+        n = json_dumpb(msg, NULL, 0, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        buf_reserve(&b, n + 1);
+        b.len = json_dumpb(msg, b.data, n, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        json_decref(msg);
+        buf_append(&b, "\n", 1);
+        conn_send_raw(c, b.data, b.len);
+        buf_free(&b);
 }
 
 /* Sends a notification. */
@@ -625,10 +641,8 @@ conn_reject(struct conn *c, json_t *msg)
 static void
 conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-        struct conn *c = h->data;
-
-        buf->base = c->rbuf;
-        buf->len = sizeof(c->rbuf);
+        buf->base = conn_rbuf;
+        buf->len = sizeof(conn_rbuf);
 }
 
 static void

@@ -61,6 +61,8 @@ void conn_send(struct conn *c, json_t *msg);
 /* Sends a last message (stolen), discards what the client sends, closes when it goes away
  * (or after a second). */
 void conn_reject(struct conn *c, json_t *msg);
+/* Queues bytes that are complete NDJSON lines (copied). */
+void conn_send_raw(struct conn *c, const char *data, size_t n);
 /* Sends a notification {method, params (stolen)}. */
 void conn_notify(struct conn *c, const char *method, json_t *params);
 /* Bytes queued and not yet written. */

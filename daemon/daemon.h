@@ -22,7 +22,7 @@ struct daemon_state {
         uint64_t started_ms; /* monotonic */
         uid_t uid;           /* the daemon's own uid */
         bool stopping;
-        const char *protected_paths[4]; /* config file, state dir, socket: for the policy floor */
+        const char *protected_paths[6]; /* state dir, config, socket, audit dir; NULL-ended */
 };
 
 extern struct daemon_state g;

@@ -1,9 +1,12 @@
 /* main.c — sandboxd: arguments, configuration, state directory, listener, signals, shutdown. */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +14,15 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/spawn.h"
+#include "daemon/approval.h"
+#include "daemon/audit.h"
 #include "daemon/conn.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/proc.h"
+#include "daemon/records.h"
 #include "daemon/sandbox.h"
 #include "daemon/server.h"
 #include "protocol/util.h"
@@ -28,6 +35,14 @@ static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t status_timer;
 static int exit_code;
 static bool check_config_only;
+static char *reload_error; /* why the last configuration reload failed, NULL when it did not */
+static uv_timer_t ready_timer;
+static unsigned probes_pending;
+static bool ready_sent;
+
+/* READY=1 waits at most this long for the backend probes (a remote docker host that does
+ * not answer must not keep the service "activating" until systemd gives up). */
+#define MAIN_PROBE_TIMEOUT_MS 10000
 
 static const struct option main_options[] = {
         {"config", required_argument, NULL, 'c'},
@@ -66,11 +81,29 @@ daemon_is_admin(uid_t uid)
         return uid == 0 || uid == g.uid;
 }
 
+/* The first path of a directory list systemd passes ($STATE_DIRECTORY, $RUNTIME_DIRECTORY:
+ * colon-separated, absolute), new; NULL when unset or not absolute. */
+static char *
+main_env_dir(const char *name)
+{
+        const char *v = getenv(name);
+
+        if (!v || v[0] != '/')
+                return NULL;
+        return xstrndup(v, strcspn(v, ":"));
+}
+
 static char *
 main_default_socket(void)
 {
         const char *rt = getenv("XDG_RUNTIME_DIR");
+        char *dir = main_env_dir("RUNTIME_DIRECTORY"), *r;
 
+        if (dir) {
+                r = xasprintf("%s/sandboxd.sock", dir);
+                free(dir);
+                return r;
+        }
         if (geteuid() == 0)
                 return xstrdup("/run/sandboxd/sandboxd.sock");
         if (rt && *rt)
@@ -82,7 +115,10 @@ static char *
 main_default_state_dir(void)
 {
         const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+        char *dir = main_env_dir("STATE_DIRECTORY");
 
+        if (dir)
+                return dir;
         if (geteuid() == 0)
                 return xstrdup("/var/lib/sandboxd");
         if (xdg && *xdg)
@@ -113,8 +149,16 @@ main_mkdir_p(const char *path)
 static void
 main_status_cb(uv_timer_t *t)
 {
-        notify_status("%u connections, %u sandboxes, %u processes running", conn_count(),
-                      sandbox_count(), proc_running_count());
+        /* Give memory freed after a burst (large outputs, many connections) back to the
+         * system, so an idle daemon stays small. */
+        malloc_trim(0);
+        /* A failed reload stays in the status line until a reload succeeds. */
+        notify_status("%u connections, %u sandboxes, %u processes running%s%s%s%s", conn_count(),
+                      sandbox_count(), proc_running_count(),
+                      reload_error ? "; config reload failed, previous configuration kept: " : "",
+                      reload_error ? reload_error : "",
+                      g.policy_error ? "; policy reload failed, previous policy kept: " : "",
+                      g.policy_error ? g.policy_error : "");
 }
 
 static void
@@ -160,7 +204,9 @@ main_hup_cb(uv_signal_t *s, int signum)
         notify_reloading();
         if (main_load_config(&c, &err) < 0) {
                 log_warn("configuration reload failed, keeping the previous one: %s", err.message);
-                notify_status("reload failed: %s", err.message);
+                free(reload_error);
+                reload_error = xstrdup(err.message ? err.message : "unknown error");
+                main_status_cb(NULL);
                 sbx_error_clear(&err);
                 notify_ready();
                 return;
@@ -168,10 +214,13 @@ main_hup_cb(uv_signal_t *s, int signum)
         /* Paths that were fixed at start (socket, state dir) keep their values. */
         config_free(g.config);
         g.config = c;
+        audit_set_limits(c->audit_max_bytes, (unsigned) c->audit_keep);
+        free(reload_error);
+        reload_error = NULL;
         conn_set_limits(c->max_message_bytes, c->conn_write_buffer_max, c->max_pending_requests);
         log_set_level(!strcmp(c->log_level, "debug") ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
         if (server_reload_policy(&err) < 0) {
-                notify_status("policy reload failed, previous policy kept: %s", err.message);
+                main_status_cb(NULL);
                 sbx_error_clear(&err);
         } else {
                 log_info("configuration reloaded");
@@ -249,10 +298,12 @@ main_setup(const char *socket_arg, struct sbx_error *err)
         g.socket_path = sock               ? xstrdup(sock)
                         : g.config->socket ? xstrdup(g.config->socket)
                                            : main_default_socket();
+        /* With socket activation server_open() replaces g.socket_path by the real path. */
+        r = server_open(g.loop, g.socket_path, sock != NULL, g.config->socket_group, err);
         g.protected_paths[0] = g.state_dir;
         g.protected_paths[1] = g.config_path ? g.config_path : DEFAULT_CONFIG;
         g.protected_paths[2] = g.socket_path;
-        return server_open(g.loop, g.socket_path, sock != NULL, g.config->socket_group, err);
+        return r;
 }
 
 static int
@@ -270,6 +321,10 @@ main_init_backends(struct sbx_error *err)
                                 cfg, "drain_grace_ms",
                                 json_sprintf("%llu",
                                              (unsigned long long) g.config->drain_grace_ms));
+                /* Containers are labelled with the daemon they belong to, so that orphan
+                 * removal at start-up never touches another daemon's containers. */
+                if (!strcmp((*b)->name, "docker") && !json_object_get(cfg, "instance"))
+                        json_object_set_new(cfg, "instance", json_string(g.state_dir));
                 r = (*b)->init(g.loop, cfg, err);
                 json_decref(cfg);
                 if (r < 0) {
@@ -317,6 +372,8 @@ main_shutdown(void)
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
         uv_close((uv_handle_t *) &status_timer, NULL);
+        if (!uv_is_closing((uv_handle_t *) &ready_timer))
+                uv_close((uv_handle_t *) &ready_timer, NULL);
         /* Let the close callbacks cascade (processes release their backend handles), then
          * close whatever is left. */
         uv_run(g.loop, UV_RUN_DEFAULT);
@@ -324,12 +381,35 @@ main_shutdown(void)
         uv_run(g.loop, UV_RUN_DEFAULT);
         if (uv_loop_close(g.loop) != 0)
                 log_warn("event loop not empty at exit");
+        records_shutdown();
+        approval_shutdown();
+        audit_close();
         policy_free(g.policy);
         config_free(g.config);
         free(g.state_dir);
         free(g.socket_path);
         free(g.config_path);
         free(g.policy_error);
+        free(reload_error);
+}
+
+/* Audit log and persisted approvals in the state directory. Neither stops the daemon: the
+ * policy is enforced without them (docs/policy.md says why). */
+static void
+main_policy_state(void)
+{
+        struct sbx_error err = {0};
+        char *dir = xasprintf("%s/audit", g.state_dir);
+
+        if (audit_open(dir, g.config->audit_max_bytes, (unsigned) g.config->audit_keep, &err) < 0) {
+                log_warn("audit log unavailable, decisions are not recorded: %s", err.message);
+                sbx_error_clear(&err);
+        }
+        free(dir);
+        /* The audit directory is below the state directory already; named for clarity. */
+        if (audit_dir())
+                g.protected_paths[3] = audit_dir();
+        approval_init(g.state_dir);
 }
 
 static int
@@ -357,6 +437,84 @@ main_check_config(void)
         return 0;
 }
 
+/* Raises the soft RLIMIT_NOFILE to the hard limit (every connection, pipe and spool file is
+ * an fd); the commands we run get the original soft limit back (select() users expect it). */
+static void
+main_raise_nofile(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        spawn_set_child_nofile((uint64_t) rl.rlim_cur);
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warn("cannot raise the open files limit: %s", strerror(errno));
+}
+
+static void
+main_ready(void)
+{
+        if (ready_sent || g.stopping)
+                return;
+        ready_sent = true;
+        uv_timer_stop(&ready_timer);
+        log_info("ready");
+        notify_ready();
+        main_status_cb(NULL);
+}
+
+static void
+main_probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t *details)
+{
+        const struct backend_ops *b = ctx;
+
+        if (available)
+                log_info("backend %s: available", b->name);
+        else
+                log_info("backend %s: not available: %s%s%s%s", b->name, reason ? reason : "?",
+                         hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+        json_decref(details);
+        if (--probes_pending == 0)
+                main_ready();
+}
+
+static void
+main_probe_timeout_cb(uv_timer_t *t)
+{
+        log_warn("%u backend probe(s) did not answer within %d s; ready without them",
+                 probes_pending, MAIN_PROBE_TIMEOUT_MS / 1000);
+        main_ready();
+}
+
+static void
+main_restored_cb(void *ctx)
+{
+        if (--probes_pending == 0)
+                main_ready();
+}
+
+/* Probes every backend once and sends READY=1 when all have answered (or after a timeout). */
+static void
+main_probe_backends(void)
+{
+        uv_timer_init(g.loop, &ready_timer);
+        uv_timer_start(&ready_timer, main_probe_timeout_cb, MAIN_PROBE_TIMEOUT_MS, 0);
+        uv_unref((uv_handle_t *) &ready_timer);
+        probes_pending = 1;
+        for (const struct backend_ops *const *b = backend_all(); *b; b++) {
+                if (!(*b)->probe)
+                        continue;
+                probes_pending++;
+                (*b)->probe((void *) *b, main_probe_cb);
+        }
+        /* Recorded sandboxes are re-adopted (and orphans removed) before READY as well. */
+        probes_pending++;
+        records_restore(main_restored_cb, NULL);
+        if (--probes_pending == 0)
+                main_ready();
+}
+
 /* Entry point. */
 int
 main(int argc, char **argv)
@@ -366,11 +524,14 @@ main(int argc, char **argv)
         bool verbose = false;
 
         util_json_alloc_init();
+        /* Before any thread exists (libcurl's global state is not thread-safe to set up). */
+        curl_global_init(CURL_GLOBAL_DEFAULT);
         if (main_parse_args(argc, argv, &socket_arg, &verbose) < 0)
                 return 64;
         if (check_config_only)
                 return main_check_config();
         log_init(verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+        main_raise_nofile();
         g.loop = uv_default_loop();
         g.uid = geteuid();
         g.started_ms = util_now_ms();
@@ -389,15 +550,17 @@ main(int argc, char **argv)
         notify_init(g.loop);
         if (main_setup(socket_arg, &err) < 0 || main_init_backends(&err) < 0)
                 goto fatal;
+        main_policy_state();
         proc_init(g.loop);
         sandbox_init(g.loop);
         uv_timer_init(g.loop, &status_timer);
         uv_timer_start(&status_timer, main_status_cb, 0, 5000);
         uv_unref((uv_handle_t *) &status_timer);
         log_info("sandboxd %s listening on %s%s (state %s, libuv %s, jansson %s)", SANDBOXD_VERSION,
-                 g.socket_path, server_activated() ? " (from systemd)" : "", g.state_dir,
-                 uv_version_string(), JANSSON_VERSION);
-        notify_ready();
+                 g.socket_path ? g.socket_path : "an unnamed socket",
+                 server_activated() ? " (from systemd)" : "", g.state_dir, uv_version_string(),
+                 JANSSON_VERSION);
+        main_probe_backends();
         uv_run(g.loop, UV_RUN_DEFAULT);
         log_info("stopped");
         main_shutdown();

@@ -25,6 +25,9 @@ void method_process_kill(struct rpc_req *req);
 void method_process_wait(struct rpc_req *req);
 void method_process_attach(struct rpc_req *req);
 void method_process_resize(struct rpc_req *req);
+/* methods_policy.c */
+void method_approval_list(struct rpc_req *req);
+void method_approval_revoke(struct rpc_req *req);
 /* files.c */
 void method_file_read(struct rpc_req *req);
 void method_file_write(struct rpc_req *req);

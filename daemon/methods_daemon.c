@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/audit.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -101,6 +102,9 @@ probe_done(struct probe_all *a)
                 if (g.policy_error)
                         json_object_set_new(json_object_get(r, "policy"), "error",
                                             json_string(g.policy_error));
+                json_object_set_new(r, "audit",
+                                    json_pack("{s:s?,s:I}", "path", audit_path(), "errors",
+                                              (json_int_t) audit_errors()));
                 rpc_result(a->req, r);
         } else {
                 rpc_result(a->req, json_pack("{s:o}", "backends", a->list));
@@ -207,6 +211,7 @@ method_policy_check(struct rpc_req *req)
         ctx.host_access = !strcmp(ctx.backend, "local");
         ctx.cwd = cwd;
         ctx.protected_paths = g.protected_paths;
+        ctx.workspace = spec ? json_string_value(json_object_get(spec, "workdir")) : cwd;
         if (command) {
                 policy_eval_command(g.policy, &ctx, command, &r);
         } else if (argv) {

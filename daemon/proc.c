@@ -15,6 +15,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/records.h"
 #include "daemon/sandbox.h"
 #include "daemon/spool.h"
 #include "protocol/codec.h"
@@ -104,6 +105,7 @@ struct proc {
         const struct backend_ops *ops;
         int exit_code, sig;
         bool timed_out, oom, stdin_closed;
+        bool recreated;      /* its sandbox's container was recreated to run it */
         struct rpc_req *req; /* foreground requester until answered */
         struct policy_result pr;
         const char *resolution;
@@ -337,15 +339,33 @@ proc_update_pause(struct proc *p)
                 p->ops->exec_resume(p->bp);
 }
 
+/* Builds one exec.output line by hand: this is the hot path of streaming, and a single
+ * escaping pass beats building and dumping a jansson object. */
+static void
+proc_output_line(struct proc *p, int stream, const char *data, size_t len, uint64_t offset,
+                 struct buf *line)
+{
+        buf_appendf(
+                line,
+                "{\"jsonrpc\":\"2.0\",\"method\":\"exec.output\",\"params\":{\"exec_id\":\"%s\","
+                "\"stream\":\"%s\",\"offset\":%llu,\"data\":\"",
+                p->id, stream ? "stderr" : "stdout", (unsigned long long) offset);
+        if (p->base64)
+                base64_encode(line, data, len);
+        else
+                json_escape_text(line, data, len);
+        buf_append(line, "\"}}\n", 4);
+}
+
 static void
 proc_emit(struct proc *p, int stream, const char *data, size_t len, uint64_t offset)
 {
         struct list *pos, *tmp;
-        json_t *enc;
+        struct buf line = {0};
 
         if (!len || list_empty(&p->subs))
                 return;
-        enc = proc_encode(p->base64, data, len);
+        proc_output_line(p, stream, data, len, offset, &line);
         LIST_FOREACH_SAFE(pos, tmp, &p->subs)
         {
                 struct proc_sub *s = LIST_ENTRY(pos, struct proc_sub, node);
@@ -353,12 +373,9 @@ proc_emit(struct proc *p, int stream, const char *data, size_t len, uint64_t off
                         s->lagging = true; /* the spool keeps it; process.read catches up */
                         continue;
                 }
-                conn_notify(s->conn, "exec.output",
-                            json_pack("{s:s,s:s,s:O,s:I}", "exec_id", p->id, "stream",
-                                      stream ? "stderr" : "stdout", "data", enc, "offset",
-                                      (json_int_t) offset));
+                conn_send_raw(s->conn, line.data, line.len);
         }
-        json_decref(enc);
+        buf_free(&line);
         proc_update_pause(p);
 }
 
@@ -465,12 +482,16 @@ proc_result_text(struct proc *p, int stream, bool *truncated)
 static json_t *
 proc_exit_fields(struct proc *p)
 {
-        return json_pack(
+        json_t *r = json_pack(
                 "{s:s,s:o,s:o,s:b,s:b,s:I,s:I,s:f}", "exec_id", p->id, "exit_code",
                 p->sig || p->state == PROC_FAILED ? json_null() : json_integer(p->exit_code),
                 "signal", proc_signal_json(p->sig), "timed_out", p->timed_out, "oom_killed", p->oom,
                 "stdout_bytes", (json_int_t) p->out[0].total, "stderr_bytes",
                 (json_int_t) p->out[1].total, "duration_ms", p->duration_ms);
+
+        if (p->recreated)
+                json_object_set_new(r, "sandbox_recreated", json_true());
+        return r;
 }
 
 static json_t *
@@ -661,11 +682,19 @@ proc_finish(struct proc *p)
         proc_release_shell(p);
 }
 
+static void proc_start_error(struct proc *p, const struct sbx_error *error);
+
 static void
 proc_exit_cb(void *ctx, const struct exec_exit *ex)
 {
         struct proc *p = ctx;
 
+        if (ex->error) {
+                /* It never ran: run it in a recreated container, or say why it could not. */
+                proc_start_error(p, ex->error);
+                proc_unref(p); /* the backend's reference */
+                return;
+        }
         p->state = PROC_EXITED;
         p->exit_code = ex->exit_code;
         p->sig = ex->signal;
@@ -719,6 +748,96 @@ proc_fail(struct proc *p, struct sbx_error *err)
         uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
 }
 
+/* An exec that never ran, after its request was answered (background) or not. */
+static void
+proc_start_failed(struct proc *p, struct sbx_error *err)
+{
+        char *m;
+
+        if (p->req) {
+                proc_fail(p, err);
+                return;
+        }
+        /* The client holds its exec_id already: it ends like Docker's own runtime failure. */
+        m = xasprintf("sandboxd: %s\n", err->message);
+        proc_output_cb(p, BACKEND_STDERR, m, strlen(m));
+        free(m);
+        sbx_error_clear(err);
+        p->state = PROC_EXITED;
+        p->exit_code = 125;
+        proc_finish(p);
+}
+
+/* Whether an exec that could not start because of err may run in a recreated container. */
+static bool
+proc_may_recreate(struct proc *p, const struct sbx_error *err)
+{
+        static const char *const gone[] = {"removed", "exited", "dead"};
+        const char *st = json_string_value(json_object_get(err->data, "state"));
+        bool vanished = false;
+
+        for (size_t i = 0; st && i < ARRAY_SIZE(gone); i++)
+                vanished = vanished || !strcmp(st, gone[i]);
+        return err->code == SBX_E_UNUSABLE && vanished && !p->recreated && !g.stopping &&
+               sandbox_persistent(p->sb) && records_recreate_enabled(p->sb->ops);
+}
+
+static void
+proc_recreated_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
+{
+        struct proc *p = ctx;
+        struct sbx_error e = {0};
+
+        if (err) {
+                sbx_error_move(&e, err);
+                sbx_error_prefix(&e,
+                                 "the container of sandbox '%s' vanished and could not be "
+                                 "recreated",
+                                 p->sb->id);
+        } else if (g.stopping) {
+                sbx_error_set(&e, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "stopping"),
+                              "exec '%s' was not started: the daemon is shutting down", p->id);
+        }
+        if (e.code) {
+                proc_start_failed(p, &e);
+        } else {
+                p->recreated = true;
+                proc_start(p);
+        }
+        proc_unref(p);
+}
+
+/* Starts p again once its sandbox has a new container. */
+static void
+proc_wait_recreate(struct proc *p)
+{
+        p->state = PROC_STARTING;
+        proc_ref(p);
+        sandbox_recreate(p->sb, proc_recreated_cb, p);
+}
+
+/* exec_exit.error: the backend could not start the exec after exec_start returned. */
+static void
+proc_start_error(struct proc *p, const struct sbx_error *error)
+{
+        struct sbx_error e = {0};
+
+        sbx_error_set(&e, error->code, json_incref(error->data), "%s", error->message);
+        log_info("exec %s: the backend could not start it: %s", p->id, error->message);
+        if (p->bp) {
+                p->ops->exec_release(p->bp);
+                p->bp = NULL;
+        }
+        uv_timer_stop(&p->timer);
+        p->state = PROC_STARTING;
+        if (proc_may_recreate(p, &e)) {
+                sbx_error_clear(&e);
+                proc_wait_recreate(p);
+                return;
+        }
+        proc_start_failed(p, &e);
+}
+
 /* ---- start ---- */
 
 static void
@@ -764,6 +883,29 @@ strv_free(char **v)
         shell_argv_free(v);
 }
 
+/* Picks the shell inside a container or on a remote host: bash when it has one, else sh. */
+static const char proc_pick_shell[] =
+        "command -v bash >/dev/null 2>&1 && exec bash \"$@\"; exec sh \"$@\"";
+
+/* The shell wrapper for a non-local sandboxes: the host's shell means nothing there. */
+static char **
+proc_wrap_remote(struct proc *p)
+{
+        char **w = shell_wrap("sh", p->command, p->state_path);
+        char **argv = xcalloc(16, sizeof(*argv));
+        size_t n = 0;
+
+        argv[n++] = xstrdup("/bin/sh");
+        argv[n++] = xstrdup("-c");
+        argv[n++] = xstrdup(proc_pick_shell);
+        argv[n++] = xstrdup("sh");
+        for (size_t i = 1; w[i] && n < 15; i++)
+                argv[n++] = w[i]; /* the wrapper's arguments after its shell, moved */
+        free(w[0]);
+        free(w);
+        return argv;
+}
+
 static char **
 proc_build_argv(struct proc *p)
 {
@@ -771,6 +913,8 @@ proc_build_argv(struct proc *p)
         size_t i;
         json_t *a;
 
+        if (p->command && p->sb && strcmp(p->sb->ops->name, "local") != 0)
+                return proc_wrap_remote(p);
         if (p->command)
                 return shell_wrap(proc_shell, p->command, p->state_path);
         argv = xcalloc(json_array_size(p->argv) + 1, sizeof(*argv));
@@ -795,6 +939,10 @@ proc_start(struct proc *p)
         char **argv, **envp;
         int r;
 
+        if (p->sb->state == SANDBOX_CREATING && p->sb->recreating) {
+                proc_wait_recreate(p);
+                return;
+        }
         if (p->sb->state != SANDBOX_READY || (p->req && conn_closing(p->req->conn))) {
                 sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "destroyed"),
                               "exec '%s' was not started: %s", p->id,
@@ -805,7 +953,8 @@ proc_start(struct proc *p)
         }
         p->state = PROC_STARTING;
         p->ops = p->sb->ops;
-        if (p->command && !p->background) {
+        /* A retry after a recreate holds the shell already. */
+        if (p->command && !p->background && !p->holds_shell) {
                 if (p->sb->shell_busy) {
                         proc_ref(p);
                         list_add_tail(&p->sb->shell_queue, &p->qnode);
@@ -813,8 +962,12 @@ proc_start(struct proc *p)
                 }
                 p->sb->shell_busy = true;
                 p->holds_shell = true;
+                /* Where the shell wrapper leaves cwd and exports: the host state directory for
+                 * local, a private directory inside the sandbox for the others. */
                 if (!strcmp(p->ops->name, "local"))
-                        p->state_path = xasprintf("%s/%s.state", p->sb->state_dir, p->id);
+                        p->state_path = xasprintf("%s/shell/%s.state", p->sb->state_dir, p->id);
+                else
+                        p->state_path = xasprintf("/tmp/.sandboxd/%s.state", p->id);
         }
         argv = proc_build_argv(p);
         envp = proc_build_env(p);
@@ -837,21 +990,30 @@ proc_start(struct proc *p)
         r = p->ops->exec_start(p->sb->bsb, &spec, &cbs, p, &p->bp, &err);
         strv_free(argv);
         strv_free(envp);
-        buf_free(&p->stdin_data);
         if (r < 0) {
                 proc_unref(p);
                 if (!err.code)
                         sbx_error_backend(&err, p->ops->name, "cannot start: %s", strerror(-r));
+                if (proc_may_recreate(p, &err)) {
+                        /* stdin_data is kept for the retry. */
+                        sbx_error_clear(&err);
+                        proc_wait_recreate(p);
+                        return;
+                }
                 proc_fail(p, &err);
                 return;
         }
+        buf_free(&p->stdin_data);
         p->state = PROC_RUNNING;
         p->stdin_closed = !p->stdin_open;
         if (p->timeout_ms)
                 uv_timer_start(&p->timer, proc_timeout_cb, p->timeout_ms, 0);
         if (p->background && p->req) {
-                rpc_result(p->req, json_pack("{s:s,s:b,s:s,s:o}", "exec_id", p->id, "background", 1,
-                                             "sandbox", p->sb->id, "policy", proc_policy_json(p)));
+                json_t *res = json_pack("{s:s,s:b,s:s,s:o}", "exec_id", p->id, "background", 1,
+                                        "sandbox", p->sb->id, "policy", proc_policy_json(p));
+                if (p->recreated)
+                        json_object_set_new(res, "sandbox_recreated", json_true());
+                rpc_result(p->req, res);
                 p->req = NULL;
         }
 }
@@ -898,6 +1060,7 @@ proc_judge(struct proc *p)
         pctx.home = p->sb->who.home;
         pctx.env = p->sb->shell_env ? p->sb->shell_env : p->sb->env;
         pctx.protected_paths = g.protected_paths;
+        pctx.workspace = p->sb->workdir;
         if (p->command) {
                 policy_eval_command(g.policy, &pctx, p->command, &p->pr);
         } else {
@@ -1140,7 +1303,7 @@ method_exec(struct rpc_req *req)
                               "sandbox '%s' not found (sandbox.list shows yours)", sbname);
                 return;
         }
-        if (sb && sb->state != SANDBOX_READY) {
+        if (sb && sb->state != SANDBOX_READY && !sb->recreating) {
                 sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "creating"),
                               "sandbox '%s' is not ready yet", sbname);
                 rpc_error(req, &err);
@@ -1567,11 +1730,10 @@ proc_replay(struct proc *p, struct conn *c, int stream, uint64_t from)
                 n = p->base64 ? b.len : utf8_complete_prefix(b.data, b.len);
                 if (!n)
                         n = b.len;
-                conn_notify(c, "exec.output",
-                            json_pack("{s:s,s:s,s:o,s:I}", "exec_id", p->id, "stream",
-                                      stream ? "stderr" : "stdout", "data",
-                                      proc_encode(p->base64, b.data, n), "offset",
-                                      (json_int_t) start));
+                struct buf line = {0};
+                proc_output_line(p, stream, b.data, n, start, &line);
+                conn_send_raw(c, line.data, line.len);
+                buf_free(&line);
                 off = start + n;
                 buf_free(&b);
         }

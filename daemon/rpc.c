@@ -41,6 +41,8 @@ static const struct rpc_method rpc_methods[] = {
         {"file.write", method_file_write},
         {"policy.check", method_policy_check},
         {"policy.reload", method_policy_reload},
+        {"approval.list", method_approval_list},
+        {"approval.revoke", method_approval_revoke},
 };
 
 static json_t *

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/docker.h"
 #include "daemon/approval.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/proc.h"
+#include "daemon/records.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
 
@@ -45,22 +47,31 @@ static const char *const sandbox_keys[] = {
         "modal",     "daytona", NULL};
 static const char *const sandbox_networks[] = {"none", "bridge", "host", NULL};
 
+/* Fills who for uid/gid/groups (copied), with the user's name and home from the passwd db. */
+static void
+sandbox_identity_of(uid_t uid, gid_t gid, const gid_t *groups, size_t n,
+                    struct backend_identity *who)
+{
+        struct passwd *pw = getpwuid(uid);
+
+        memset(who, 0, sizeof(*who));
+        who->uid = uid;
+        who->gid = gid;
+        who->ngroups = n;
+        who->groups = xcalloc(n ? n : 1, sizeof(gid_t));
+        memcpy(who->groups, groups, n * sizeof(gid_t));
+        who->user = pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned) who->uid);
+        who->home = pw && pw->pw_dir && *pw->pw_dir ? xstrdup(pw->pw_dir) : xstrdup("/");
+}
+
 /* Copies a peer's identity. */
 void
 sandbox_identity(struct conn *c, struct backend_identity *who)
 {
         size_t n;
         const gid_t *groups = conn_groups(c, &n);
-        struct passwd *pw = getpwuid(conn_uid(c));
 
-        memset(who, 0, sizeof(*who));
-        who->uid = conn_uid(c);
-        who->gid = conn_gid(c);
-        who->ngroups = n;
-        who->groups = xcalloc(n ? n : 1, sizeof(gid_t));
-        memcpy(who->groups, groups, n * sizeof(gid_t));
-        who->user = pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned) who->uid);
-        who->home = pw && pw->pw_dir && *pw->pw_dir ? xstrdup(pw->pw_dir) : xstrdup("/");
+        sandbox_identity_of(conn_uid(c), conn_gid(c), groups, n, who);
 }
 
 /* Frees a copied identity. */
@@ -223,7 +234,8 @@ static void
 sandbox_create_free(struct sandbox_create *sc)
 {
         policy_result_clear(&sc->pr);
-        conn_unref(sc->conn);
+        if (sc->conn) /* adopt and recreate have no connection */
+                conn_unref(sc->conn);
         sandbox_unref(sc->sb);
         free(sc);
 }
@@ -234,11 +246,13 @@ sandbox_create_fail(struct sandbox_create *sc, struct sbx_error *err)
         struct sandbox *sb = sc->sb;
 
         sb->state = SANDBOX_GONE;
-        log_info("sandbox %s ('%s', uid %u): create failed: %s", sb->id, sb->name,
-                 (unsigned) sb->owner, err->message);
+        log_info("sandbox %s ('%s', uid %u): %s failed: %s", sb->id, sb->name, (unsigned) sb->owner,
+                 sb->recreating ? "recreate" : "create", err->message);
+        sb->recreating = false;
         sandbox_notify_waiters(sb, err);
         sandbox_unref(sb); /* the registry's reference */
         sandbox_create_free(sc);
+        records_save();
 }
 
 static void
@@ -246,8 +260,12 @@ sandbox_progress_cb(void *ctx, const char *phase, const char *message, int64_t c
                     int64_t total)
 {
         struct sandbox_create *sc = ctx;
-        json_t *p = json_pack("{s:s,s:s,s:s}", "sandbox", sc->sb->id, "phase", phase, "message",
-                              message ? message : "");
+        json_t *p;
+
+        if (!sc->conn)
+                return;
+        p = json_pack("{s:s,s:s,s:s}", "sandbox", sc->sb->id, "phase", phase, "message",
+                      message ? message : "");
 
         if (current >= 0)
                 json_object_set_new(p, "current", json_integer(current));
@@ -283,13 +301,48 @@ sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_
                 sb->image = xstrdup(info->image);
         }
         sb->host_access = sb->host_access || info->host_access;
+        json_decref(sb->enforced); /* a recreate replaces them */
+        json_decref(sb->details);
         sb->enforced = info->enforced ? json_incref(info->enforced) : NULL;
         sb->details = info->details ? json_incref(info->details) : NULL;
+        if (sb->recreating) {
+                /* A new container: the shell it had is gone with the old one. */
+                free(sb->cwd);
+                sb->cwd = NULL;
+                json_decref(sb->shell_env);
+                sb->shell_env = NULL;
+        }
         sandbox_touch(sb);
-        log_info("sandbox %s ('%s', %s, uid %u) ready", sb->id, sb->name, sb->ops->name,
-                 (unsigned) sb->owner);
+        log_info("sandbox %s ('%s', %s, uid %u) %s", sb->id, sb->name, sb->ops->name,
+                 (unsigned) sb->owner, sb->recreating ? "recreated" : "ready");
+        sb->recreating = false;
+        records_save();
         sandbox_notify_waiters(sb, NULL);
         sandbox_create_free(sc);
+}
+
+/* The shell wrapper of a local exec runs as the caller and leaves its state file in
+ * <sandbox state dir>/shell, which the caller owns. The directories above it are traverse-only
+ * (0711) for others when the daemon is root: nothing in them can be listed or read. */
+static int
+sandbox_make_shell_dir(struct sandbox *sb, struct sbx_error *err)
+{
+        char *shell = xasprintf("%s/shell", sb->state_dir);
+        char *parent = xasprintf("%s/sandboxes", g.state_dir);
+        int r = 0;
+
+        if (mkdir(shell, 0700) < 0 && errno != EEXIST)
+                r = -errno;
+        else if (geteuid() == 0 && sb->owner != 0 &&
+                 (chown(shell, sb->owner, sb->who.gid) < 0 || chmod(sb->state_dir, 0711) < 0 ||
+                  chmod(parent, 0711) < 0 || chmod(g.state_dir, 0711) < 0))
+                r = -errno;
+        if (r < 0)
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "cannot prepare '%s': %s", shell,
+                              strerror(-r));
+        free(shell);
+        free(parent);
+        return r;
 }
 
 static int
@@ -297,6 +350,7 @@ sandbox_make_state_dir(struct sandbox *sb, struct sbx_error *err)
 {
         char *dir = xasprintf("%s/sandboxes", g.state_dir);
 
+        free(sb->state_dir); /* set already when adopted or recreated */
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
                 sbx_error_set(err, SBX_E_INTERNAL, NULL, "cannot create '%s': %s", dir,
                               strerror(errno));
@@ -310,22 +364,19 @@ sandbox_make_state_dir(struct sandbox *sb, struct sbx_error *err)
                               strerror(errno));
                 return -1;
         }
-        return 0;
+        return sandbox_make_shell_dir(sb, err);
 }
 
-static void
-sandbox_start_backend(struct sandbox_create *sc)
+/* Fills sc->spec for the backend from the sandbox (and makes its state directory). */
+static int
+sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
 {
         struct sandbox *sb = sc->sb;
         struct sandbox_spec *s = &sc->spec;
         json_t *res = json_object_get(sb->spec, "resources");
-        struct sbx_error err = {0};
 
-        if (sandbox_make_state_dir(sb, &err) < 0) {
-                sandbox_create_fail(sc, &err);
-                sbx_error_clear(&err);
-                return;
-        }
+        if (sandbox_make_state_dir(sb, err) < 0)
+                return -1;
         s->id = sb->id;
         s->name = sb->name;
         s->image = json_string_value(json_object_get(sb->spec, "image"));
@@ -341,7 +392,20 @@ sandbox_start_backend(struct sandbox_create *sc)
         s->res.disk_mb = json_integer_value(json_object_get(res, "disk_mb"));
         s->state_dir = sb->state_dir;
         s->owner = &sb->who;
-        sb->ops->create(s, sc, sandbox_progress_cb, sandbox_created_cb);
+        return 0;
+}
+
+static void
+sandbox_start_backend(struct sandbox_create *sc)
+{
+        struct sbx_error err = {0};
+
+        if (sandbox_fill_spec(sc, &err) < 0) {
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sc->sb->ops->create(&sc->spec, sc, sandbox_progress_cb, sandbox_created_cb);
 }
 
 static void
@@ -432,20 +496,15 @@ sandbox_validate(json_t *p, struct sbx_error *err)
         return 0;
 }
 
+/* A new registered sandbox in state CREATING for params (borrowed); id, owner and name are
+ * the caller's to fill. */
 static struct sandbox *
-sandbox_new(struct conn *c, json_t *params, const struct backend_ops *ops, const char *name)
+sandbox_alloc(json_t *params, const struct backend_ops *ops)
 {
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
         json_t *env = json_object_get(params, "env");
-        char rnd[9];
 
-        util_random_hex(rnd, 8);
-        snprintf(sb->id, sizeof(sb->id), "sbx_%s", rnd);
         sb->refs = 1; /* the registry's */
-        sb->owner = conn_uid(c);
-        sandbox_identity(c, &sb->who);
-        sb->name = name ? xstrdup(name)
-                        : xasprintf("sandbox-%llu", (unsigned long long) ++sandbox_seq);
         sb->ops = ops;
         sb->state = SANDBOX_CREATING;
         sb->spec = json_deep_copy(params);
@@ -459,11 +518,66 @@ sandbox_new(struct conn *c, json_t *params, const struct backend_ops *ops, const
         sb->timeout_s = (uint64_t) json_integer_value(json_object_get(params, "timeout_s"));
         sb->idle_timeout_s =
                 (uint64_t) json_integer_value(json_object_get(params, "idle_timeout_s"));
-        sb->approvals = json_array();
+        sb->approvals = json_object();
         list_init(&sb->waiters);
         list_init(&sb->shell_queue);
         list_add_tail(&sandbox_all, &sb->node);
         return sb;
+}
+
+static struct sandbox *
+sandbox_new(struct conn *c, json_t *params, const struct backend_ops *ops, const char *name)
+{
+        struct sandbox *sb = sandbox_alloc(params, ops);
+        char rnd[9];
+
+        util_random_hex(rnd, 8);
+        snprintf(sb->id, sizeof(sb->id), "sbx_%s", rnd);
+        sb->owner = conn_uid(c);
+        sandbox_identity(c, &sb->who);
+        sb->name = name ? xstrdup(name)
+                        : xasprintf("sandbox-%llu", (unsigned long long) ++sandbox_seq);
+        return sb;
+}
+
+/* Runs the container checks on the merged spec (volumes: inspected named volumes, borrowed,
+ * may be NULL), then approval, then the backend. */
+static void
+sandbox_judge(struct sandbox_create *sc, json_t *volumes)
+{
+        struct sandbox *sb = sc->sb;
+        struct policy_ctx pctx = {0};
+
+        pctx.backend = sb->ops->name;
+        pctx.host_access = !strcmp(sb->ops->name, "local");
+        pctx.home = sb->who.home;
+        pctx.protected_paths = g.protected_paths;
+        pctx.workspace = json_string_value(json_object_get(sb->spec, "workdir"));
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, volumes, &sc->pr);
+        sb->host_access = sc->pr.host_access || pctx.host_access;
+        sb->findings = policy_findings_json(&sc->pr);
+        approval_decide(sc->conn, NULL, sb->host_access,
+                        json_pack("{s:s,s:s,s:s,s:O}", "kind", "sandbox", "sandbox", sb->id,
+                                  "backend", sb->ops->name, "spec", sb->spec),
+                        &sc->pr, sandbox_approval_cb, sc);
+}
+
+static void
+sandbox_volumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
+{
+        struct sandbox_create *sc = ctx;
+        struct sbx_error e = {0};
+
+        if (err) {
+                /* Fail closed: without the volumes' options the spec cannot be judged. */
+                sbx_error_set(&e, err->code, json_incref(err->data),
+                              "cannot inspect the named volumes of the spec: %s", err->message);
+                sandbox_create_fail(sc, &e);
+                sbx_error_clear(&e);
+                return;
+        }
+        sandbox_judge(sc, volumes);
+        json_decref(volumes);
 }
 
 /* Validates, judges and creates; cb gets the result (or the existing sandbox of that name). */
@@ -476,7 +590,6 @@ sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void 
         const struct backend_ops *ops;
         struct sandbox *sb;
         struct sandbox_create *sc;
-        struct policy_ctx pctx = {0};
 
         if (sandbox_validate(params, &err) < 0)
                 goto fail;
@@ -526,17 +639,11 @@ sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void 
         sandbox_ref(sb);
         sc->conn = c;
         conn_ref(c);
-        pctx.backend = ops->name;
-        pctx.host_access = !strcmp(ops->name, "local");
-        pctx.home = sb->who.home;
-        pctx.protected_paths = g.protected_paths;
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, NULL, &sc->pr);
-        sb->host_access = sc->pr.host_access || pctx.host_access;
-        sb->findings = policy_findings_json(&sc->pr);
-        approval_decide(c, NULL, sb->host_access,
-                        json_pack("{s:s,s:s,s:s,s:O}", "kind", "sandbox", "sandbox", sb->id,
-                                  "backend", ops->name, "spec", sb->spec),
-                        &sc->pr, sandbox_approval_cb, sc);
+        /* Named volumes can bind host paths: the container checks need their real options. */
+        if (ops == &docker_backend_ops)
+                docker_inspect_volumes(sb->spec, sc, sandbox_volumes_cb);
+        else
+                sandbox_judge(sc, NULL);
         return;
 fail:
         cb(ctx, NULL, &err);
@@ -699,6 +806,7 @@ sandbox_destroyed_cb(void *ctx, const struct sbx_error *err)
         sandbox_unref(sb); /* the registry's */
         sandbox_unref(sb); /* ours */
         free(d);
+        records_save();
 }
 
 static void
@@ -789,7 +897,8 @@ sandbox_one_gone_cb(void *ctx)
         }
 }
 
-/* Destroys everything (shutdown). */
+/* Destroys everything (shutdown), except sandboxes that outlive the daemon: those are
+ * recorded for re-adoption after the restart and only forgotten here. */
 void
 sandbox_destroy_all(void (*cb)(void *ctx), void *ctx)
 {
@@ -801,13 +910,174 @@ sandbox_destroy_all(void (*cb)(void *ctx), void *ctx)
         a->pending = 1;
         uv_timer_stop(&sandbox_timer);
         uv_close((uv_handle_t *) &sandbox_timer, NULL);
+        records_save_final();
         LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
         {
                 struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
                 if (sb->state != SANDBOX_READY)
                         continue;
+                if (sandbox_persistent(sb)) {
+                        /* The backend's shutdown releases its side (the container stays). */
+                        log_info("sandbox %s ('%s', %s) kept for re-adoption", sb->id, sb->name,
+                                 sb->ops->name);
+                        sb->state = SANDBOX_GONE;
+                        sb->bsb = NULL;
+                        sandbox_unref(sb); /* the registry's */
+                        continue;
+                }
                 a->pending++;
                 sandbox_destroy(sb, NULL, sandbox_one_gone_cb, a);
         }
         sandbox_one_gone_cb(a);
+}
+
+/* Walks the registry. */
+void
+sandbox_foreach(void (*fn)(struct sandbox *sb, void *ctx), void *ctx)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        fn(LIST_ENTRY(pos, struct sandbox, node), ctx);
+}
+
+/* Whether the backend can save and re-adopt sb. */
+bool
+sandbox_persistent(const struct sandbox *sb)
+{
+        return sb->ops->save && sb->ops->adopt;
+}
+
+/* Keeps "sandbox-N" names of adopted sandboxes from being handed out again. */
+static void
+sandbox_seq_above(const char *name)
+{
+        char *end = NULL;
+        unsigned long long n;
+
+        if (strncmp(name, "sandbox-", 8) != 0)
+                return;
+        n = strtoull(name + 8, &end, 10);
+        if (end && !*end && n > sandbox_seq)
+                sandbox_seq = n;
+}
+
+/* Re-adopts a recorded sandbox. */
+void
+sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx)
+{
+        struct sandbox *sb = sandbox_alloc(r->spec, r->ops);
+        struct sandbox_create *sc = xcalloc(1, sizeof(*sc));
+        struct sbx_error err = {0};
+
+        snprintf(sb->id, sizeof(sb->id), "%s", r->id);
+        sb->owner = r->uid;
+        sandbox_identity_of(r->uid, r->gid, r->groups, r->ngroups, &sb->who);
+        sb->name = xstrdup(r->name);
+        sandbox_seq_above(sb->name);
+        sb->created_wall_ms = r->created_wall_ms;
+        sb->findings = r->findings ? json_incref(r->findings) : json_array();
+        sb->host_access = r->host_access;
+        sandbox_add_waiter(sb, cb, ctx);
+        sc->sb = sb;
+        sandbox_ref(sb);
+        if (sandbox_fill_spec(sc, &err) < 0) {
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        r->ops->adopt(&sc->spec, r->record, sc, sandbox_created_cb);
+}
+
+/* The judgement of a recreate: allowed, or asking exactly what was approved at create. */
+static void
+sandbox_rejudge(struct sandbox_create *sc, json_t *volumes)
+{
+        struct sandbox *sb = sc->sb;
+        struct policy_ctx pctx = {0};
+        struct sbx_error err = {0};
+        json_t *findings;
+
+        pctx.backend = sb->ops->name;
+        pctx.home = sb->who.home;
+        pctx.protected_paths = g.protected_paths;
+        pctx.workspace = json_string_value(json_object_get(sb->spec, "workdir"));
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, volumes, &sc->pr);
+        findings = policy_findings_json(&sc->pr);
+        if (sc->pr.verdict == POLICY_ALLOW ||
+            (sc->pr.verdict == POLICY_ASK && json_equal(findings, sb->findings))) {
+                json_decref(findings);
+                sandbox_start_backend(sc);
+                return;
+        }
+        sbx_error_set(&err, SBX_E_DENIED,
+                      json_pack("{s:s,s:s,s:o}", "verdict", policy_verdict_name(sc->pr.verdict),
+                                "resolution", "policy", "findings", findings),
+                      "denied by policy: the container of sandbox '%s' vanished and its spec no "
+                      "longer passes the policy as it did at create; not recreated",
+                      sb->id);
+        sandbox_create_fail(sc, &err);
+        sbx_error_clear(&err);
+}
+
+static void
+sandbox_revolumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
+{
+        struct sandbox_create *sc = ctx;
+        struct sbx_error e = {0};
+
+        if (err) {
+                sbx_error_set(&e, err->code, json_incref(err->data),
+                              "cannot inspect the named volumes of the spec: %s", err->message);
+                sandbox_create_fail(sc, &e);
+                sbx_error_clear(&e);
+                return;
+        }
+        sandbox_rejudge(sc, volumes);
+        json_decref(volumes);
+}
+
+static void
+sandbox_old_gone_cb(void *ctx, const struct sbx_error *err)
+{
+        struct sandbox_create *sc = ctx;
+
+        if (err)
+                log_warn("sandbox %s: removing its old container: %s", sc->sb->id, err->message);
+        /* Named volumes may have changed since create: judge their current options. */
+        if (sc->sb->ops == &docker_backend_ops)
+                docker_inspect_volumes(sc->sb->spec, sc, sandbox_revolumes_cb);
+        else
+                sandbox_rejudge(sc, NULL);
+}
+
+/* Recreates a sandbox whose container vanished. */
+void
+sandbox_recreate(struct sandbox *sb, sandbox_ready_cb cb, void *ctx)
+{
+        struct sandbox_create *sc;
+        struct backend_sandbox *old = sb->bsb;
+        struct sbx_error err = {0};
+
+        if (sb->state == SANDBOX_CREATING) {
+                sandbox_add_waiter(sb, cb, ctx);
+                return;
+        }
+        if (sb->state != SANDBOX_READY || !old) {
+                sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "destroyed"),
+                              "sandbox '%s' was destroyed", sb->id);
+                cb(ctx, NULL, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        log_info("sandbox %s ('%s'): its %s container vanished or stopped: recreating it", sb->id,
+                 sb->name, sb->ops->name);
+        sb->state = SANDBOX_CREATING;
+        sb->recreating = true;
+        sb->bsb = NULL;
+        sandbox_add_waiter(sb, cb, ctx);
+        sc = xcalloc(1, sizeof(*sc));
+        sc->sb = sb;
+        sandbox_ref(sb);
+        sb->ops->destroy(old, sc, sandbox_old_gone_cb);
 }

@@ -49,12 +49,29 @@ struct sandbox {
         /* Shell state for command execs. */
         char *cwd;         /* NULL: workdir */
         json_t *shell_env; /* NULL: not captured yet */
-        json_t *approvals; /* session approvals: array of keys (owned) */
+        json_t *approvals; /* session approvals: policy approval set (owned) */
         /* Foreground command execs carry shell state, so they run one at a time, in order,
          * like commands typed into one terminal. */
         bool shell_busy;
         struct list shell_queue;
         struct list waiters; /* requests waiting for CREATING to finish */
+        bool recreating;     /* CREATING again: its container vanished (sandbox_recreate) */
+};
+
+/* A sandbox as recorded in the state directory (records.c), for sandbox_adopt. All borrowed. */
+struct sandbox_record {
+        const char *id;
+        const char *name;
+        const struct backend_ops *ops;
+        uid_t uid;
+        gid_t gid;
+        const gid_t *groups;
+        size_t ngroups;
+        json_t *spec;     /* the sandbox's spec as kept in struct sandbox */
+        json_t *findings; /* may be NULL */
+        bool host_access;
+        uint64_t created_wall_ms;
+        json_t *record; /* what the backend's save() returned */
 };
 
 /* Called with the ready sandbox (borrowed; take a ref to keep it) or an error. */
@@ -77,6 +94,19 @@ unsigned sandbox_count_uid(uid_t uid);
 void sandbox_init(uv_loop_t *loop);
 /* Destroys every sandbox (shutdown); cb when all are gone. */
 void sandbox_destroy_all(void (*cb)(void *ctx), void *ctx);
+/* Calls fn for every sandbox in the registry, in creation order (fn must not destroy). */
+void sandbox_foreach(void (*fn)(struct sandbox *sb, void *ctx), void *ctx);
+/* Whether sb outlives the daemon: its backend can save and re-adopt it (docker). */
+bool sandbox_persistent(const struct sandbox *sb);
+/* Registers a recorded sandbox as creating and re-adopts it through its backend's adopt (the
+ * spec is not judged again: it was when created). cb gets the ready sandbox, or the error and
+ * the sandbox is gone. */
+void sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx);
+/* Replaces the backend sandbox of sb, whose container vanished or stopped, by a new one made
+ * from its spec: the old one is destroyed, the spec judged again (it must still be allowed, or
+ * ask for exactly the findings approved at create), then created. Shell state resets. cb as
+ * for sandbox_adopt; a sandbox already recreating just gets cb when that is done. */
+void sandbox_recreate(struct sandbox *sb, sandbox_ready_cb cb, void *ctx);
 /* Identity of a connection's peer (groups copied; free with sandbox_identity_free). */
 void sandbox_identity(struct conn *c, struct backend_identity *who);
 void sandbox_identity_free(struct backend_identity *who);

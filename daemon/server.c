@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -90,6 +91,28 @@ server_accept_cb(uv_stream_t *s, int status)
         }
 }
 
+/* Says what fd is when it is not a listening Unix stream socket ("a datagram socket", …). */
+static const char *
+server_fd_kind(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int type = 0, listening = 0;
+        socklen_t ilen = sizeof(int);
+
+        if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
+                return errno == ENOTSOCK ? "not a socket" : "not an open socket";
+        if (ss.ss_family != AF_UNIX)
+                return ss.ss_family == AF_INET || ss.ss_family == AF_INET6 ? "an IP socket"
+                                                                           : "not a Unix socket";
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ilen) < 0 || type != SOCK_STREAM)
+                return type == SOCK_DGRAM ? "a datagram socket" : "not a stream socket";
+        ilen = sizeof(int);
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ilen) < 0 || !listening)
+                return "a stream socket that is not listening";
+        return "not usable";
+}
+
 static int
 server_activation_fd(struct sbx_error *err)
 {
@@ -99,19 +122,53 @@ server_activation_fd(struct sbx_error *err)
                 return n;
         if (n > 1) {
                 sbx_error_set(err, SBX_E_INTERNAL, NULL,
-                              "systemd passed %d sockets; sandboxd takes exactly one "
-                              "(one ListenStream= in sandboxd.socket)",
-                              n);
+                              "systemd passed %d sockets (LISTEN_FDS=%d); sandboxd takes exactly "
+                              "one (one ListenStream= in sandboxd.socket)",
+                              n, n);
                 return -EINVAL;
         }
         if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0) {
                 sbx_error_set(err, SBX_E_INTERNAL, NULL,
-                              "the socket passed by systemd (fd %d) is not a listening Unix "
-                              "stream socket; use ListenStream=/run/sandboxd/sandboxd.sock",
-                              SD_LISTEN_FDS_START);
+                              "the socket passed by systemd (fd %d) is %s; sandboxd needs a "
+                              "listening Unix stream socket "
+                              "(ListenStream=/run/sandboxd/sandboxd.sock)",
+                              SD_LISTEN_FDS_START, server_fd_kind(SD_LISTEN_FDS_START));
                 return -EINVAL;
         }
         return SD_LISTEN_FDS_START;
+}
+
+/* --socket or $SANDBOXD_SOCKET won over systemd: close what it passed (systemd keeps its own
+ * copy) and clear LISTEN_*, so nothing lingers in the daemon. Returns 0. */
+static int
+server_ignore_activation(void)
+{
+        int n = sd_listen_fds(1);
+
+        if (n <= 0)
+                return 0;
+        log_info("ignoring %d socket(s) passed by systemd: --socket or $SANDBOXD_SOCKET given", n);
+        for (int i = 0; i < n; i++)
+                close(SD_LISTEN_FDS_START + i);
+        return 0;
+}
+
+/* The path of the socket systemd passed ("@name" when abstract), NULL when it has none. */
+static char *
+server_activated_path(int fd)
+{
+        struct sockaddr_un sa;
+        socklen_t len = sizeof(sa);
+        size_t n;
+
+        memset(&sa, 0, sizeof(sa));
+        if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0 ||
+            len <= offsetof(struct sockaddr_un, sun_path))
+                return NULL;
+        n = len - offsetof(struct sockaddr_un, sun_path);
+        if (sa.sun_path[0] == '\0')
+                return n > 1 ? xasprintf("@%.*s", (int) (n - 1), sa.sun_path + 1) : NULL;
+        return xstrndup(sa.sun_path, n);
 }
 
 /* Gives the socket's own directory to gid with mode 0750 (it was created 0700). */
@@ -206,13 +263,16 @@ int
 server_open(uv_loop_t *loop, const char *path, bool explicit_path, const char *group,
             struct sbx_error *err)
 {
-        int fd = explicit_path ? 0 : server_activation_fd(err);
+        int fd = explicit_path ? server_ignore_activation() : server_activation_fd(err);
         int r;
 
         if (fd < 0)
                 return fd;
         if (fd > 0) {
                 server_from_systemd = true;
+                /* Report where clients really connect, not the path we would have bound. */
+                free(g.socket_path);
+                g.socket_path = server_activated_path(fd);
         } else {
                 fd = server_bind(path, group, err);
                 if (fd < 0)

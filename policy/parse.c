@@ -1093,7 +1093,8 @@ p_word(struct parser *p, struct word **out, bool *assign)
                 b.flags = f->flags | (w.assign ? W_ASSIGN : 0);
                 b.sub_lo = w.sub_lo < 0 ? 0 : w.sub_lo;
                 b.sub_hi = w.sub_lo < 0 ? 0 : (int) p->ev->nunits;
-                if (w.assign || f->len > 4096 || !memchr(f->s, '{', f->len)) {
+                /* An empty quoted word ('' or "") has no buffer at all. */
+                if (w.assign || f->len == 0 || f->len > 4096 || !memchr(f->s, '{', f->len)) {
                         bout_emit(&b, f->s ? f->s : "", f->len);
                         if (f->len > 4096 && memchr(f->s, '{', f->len))
                                 b.out[b.n - 1].flags |= W_DYN;

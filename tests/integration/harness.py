@@ -23,11 +23,13 @@ SANDBOXCTL = os.environ.get("SANDBOXCTL_BIN", os.path.abspath("build/std/sandbox
 class Daemon:
     """One sandboxd process with its own socket, state directory and notify socket."""
 
-    def __init__(self, config=None, args=(), env=None):
+    def __init__(self, config=None, args=(), env=None, state_dir=None):
+        """state_dir: use this state directory (kept after stop, e.g. for a restart test)
+        instead of a fresh one inside the daemon's temporary directory."""
         self.dir = tempfile.mkdtemp(prefix="sbxtest-")
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "run", "sandboxd.sock")
-        self.state = os.path.join(self.dir, "state")
+        self.state = state_dir if state_dir is not None else os.path.join(self.dir, "state")
         self.notify_path = os.path.join(self.dir, "notify.sock")
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(self.notify_path)

@@ -4,8 +4,9 @@ import json
 import os
 import socket
 import time
+import unittest
 
-from harness import DaemonTest, RpcError, b64
+from harness import Daemon, DaemonTest, RpcError, b64
 
 
 def rpc(method, params=None, rid=1):
@@ -535,3 +536,76 @@ class Hello(DaemonTest):
             self.assertIn(k, i)
         self.assertEqual(i["socket"], self.daemon.socket)
         self.assertEqual(len(i["policy"]["sha256"]), 64)
+
+
+class Limits(unittest.TestCase):
+    def test_connection_and_process_limits(self):
+        d = Daemon("[limits]\nmax_connections_per_uid = 2\nmax_processes_per_uid = 3\n"
+                   "[exec]\nexited_retention_s = 1\n")
+        try:
+            a, b = d.client(), d.client()
+            a.call("daemon.hello")
+            b.call("daemon.hello")
+            c = d.client()
+            c.send(rpc("daemon.hello"))
+            with self.assertRaises((ConnectionError, TimeoutError)):
+                while True:
+                    m = c.read(timeout=5)
+                    if m.get("error"):
+                        self.assertEqual(m["error"]["code"], -32004)
+                        self.assertIn("max_connections_per_uid", m["error"]["message"])
+            c.close()
+            ids = [a.call("exec", {"argv": ["sleep", "30"], "background": True})["exec_id"]
+                   for _ in range(3)]
+            e = None
+            try:
+                a.call("exec", {"argv": ["true"]})
+            except RpcError as err:
+                e = err
+            self.assertIsNotNone(e, "a fourth running process must be refused")
+            self.assertEqual(e.code, -32004)
+            self.assertEqual(e.data["limit"], "max_processes_per_uid")
+            for i in ids:
+                a.call("process.kill", {"exec_id": i, "grace_ms": 0})
+            # exited processes are forgotten after exited_retention_s
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                try:
+                    a.call("process.read", {"exec_id": ids[0]})
+                except RpcError as err:
+                    self.assertEqual(err.code, -32003)
+                    break
+                time.sleep(0.5)
+            else:
+                self.fail("exited process was kept past exited_retention_s")
+            a.close()
+            b.close()
+        finally:
+            d.stop()
+
+
+class PtyAndOom(DaemonTest):
+    def test_resize(self):
+        eid = self.c.call("exec", {"command": "read x; stty size", "pty": True,
+                                   "stdin_open": True, "background": True,
+                                   "pty_size": {"rows": 10, "cols": 20}})["exec_id"]
+        self.c.call("process.resize", {"exec_id": eid, "rows": 40, "cols": 132})
+        self.c.call("process.write", {"exec_id": eid, "data": "go\n"})
+        w = self.c.call("process.wait", {"exec_id": eid, "timeout_ms": 10000})
+        self.assertEqual(w["exit_code"], 0)
+        out = self.c.call("process.read", {"exec_id": eid})["data"]
+        self.assertIn("40 132", out)
+        self.assertRpcError(-32602, "process.resize", {"exec_id": eid, "rows": 0, "cols": 5},
+                            param="rows")
+
+    def test_oom_killed_reported(self):
+        sb = self.c.call("sandbox.create", {"name": "oom", "resources": {"memory_mb": 64}})
+        if sb["enforced"].get("memory_mb") != "cgroup":
+            self.fail("memory is not enforced by a cgroup here (%r); run as root on a machine "
+                      "with the memory controller" % sb["enforced"])
+        r = self.c.call("exec", {"sandbox": "oom", "command":
+                                 "head -c 400000000 /dev/zero | tail -c 300000000 >/dev/null"})
+        self.assertTrue(r["oom_killed"], r)
+        r = self.c.call("exec", {"sandbox": "oom", "command": "exit 137"})
+        self.assertFalse(r["oom_killed"])
+        self.c.call("sandbox.destroy", {"id": "oom"})

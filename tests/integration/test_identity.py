@@ -69,6 +69,8 @@ class SecondUid(unittest.TestCase):
             ["file.read", {"sandbox": mine["id"], "path": "/etc/hostname"}],
             ["file.read", {"path": "/etc/shadow"}],
             ["policy.reload", {}],
+            ["exec", {"command": "cd /tmp && export NOBODY_VAR=kept"}],
+            ["exec", {"command": 'pwd; echo "$NOBODY_VAR"'}],
         ])
         self.assertEqual(res[0]["result"]["stdout"], "%d\n" % NOBODY)
         self.assertEqual(res[1]["result"]["stdout"], "%d\n" % NOBODY)
@@ -82,6 +84,8 @@ class SecondUid(unittest.TestCase):
         self.assertNotIn(bg, ids)
         self.assertEqual(res[12]["error"]["code"], -32602)
         self.assertIn("Permission denied", res[12]["error"]["message"])
+        self.assertEqual(res[15]["result"]["stdout"], "/tmp\nkept\n",
+                         "shell state persists for an unprivileged caller")
         # root sees everything, and its process is untouched
         running = root.call("process.list", {"state": "running"})["processes"]
         self.assertIn(bg, [p["exec_id"] for p in running])

@@ -1,0 +1,140 @@
+/* docker_int.h — private to the docker backend (docker.c, docker_exec.c, docker_tar.c).
+ *
+ * Loop thread only. The backend keeps one process-wide state (struct docker_state) holding the
+ * configuration, the shared HTTP multi handle and the list of live sandboxes.
+ */
+#ifndef SANDBOXD_DOCKER_INT_H
+#define SANDBOXD_DOCKER_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "backends/backend.h"
+#include "backends/http.h"
+#include "protocol/list.h"
+#include "protocol/util.h"
+
+#define DOCKER_API       "v1.41"
+#define DOCKER_API_MIN   1.41
+#define DOCKER_STATE_DIR "/tmp/.sandboxd"
+
+struct docker_state {
+        uv_loop_t *loop;
+        struct http_multi *http;
+        char *host;      /* as configured: unix:///path or tcp://host:port */
+        char *sock_path; /* unix socket path, NULL for tcp */
+        char *tcp_host;  /* tcp host, NULL for unix */
+        int tcp_port;
+        bool tls;
+        char *base_url; /* "http://docker" or "https://host:port" */
+        char *ca_file, *cert_file, *key_file;
+        int64_t pids_limit;
+        char *default_image;
+        char *default_network;
+        char *tmp_size; /* tmpfs /tmp size option */
+        char *instance; /* optional sandboxd.instance label */
+        struct list sandboxes;
+        struct http_req *events;
+        struct buf events_buf;
+        uv_timer_t events_retry;
+        bool events_timer_init;
+        bool initialised;
+};
+
+extern struct docker_state docker;
+
+struct backend_sandbox {
+        struct list link;
+        char *id;   /* sandbox id */
+        char *cid;  /* container id */
+        char *name; /* container name */
+        char *workdir;
+        char *image;
+        char *state;              /* "running" | "exited" | "removed" | … */
+        json_t *tmpfs;            /* array of tmpfs targets (archive API does not see them) */
+        uint64_t oom_seen;        /* last oom_kill count read from the container's cgroup */
+        struct buf dead_pidfiles; /* space-separated pid files to remove on the next helper */
+        unsigned ndead;
+        int refs;
+        bool destroyed;
+};
+
+/* One JSON API call's completion: status 0 and terr set on a transport failure; body is the
+ * parsed JSON (borrowed, may be NULL), raw the bytes. */
+typedef void (*docker_resp_cb)(void *ctx, long status, json_t *body, const char *raw, size_t len,
+                               const char *terr);
+
+/* Starts an API call to DOCKER_API/path (path starts with '/'); body (borrowed) is sent as
+ * JSON when non-NULL, else raw/rawlen with content type ctype. Returns 0 or negative errno. */
+int docker_call(const char *method, const char *path, json_t *body, const void *raw, size_t rawlen,
+                const char *ctype, docker_resp_cb cb, void *ctx);
+/* Fills err from a failed call (status/body/terr as in docker_resp_cb), prefixed with what. */
+void docker_error(struct sbx_error *err, const char *what, long status, json_t *body,
+                  const char *terr);
+/* Marks a sandbox as unusable with state (e.g. "removed"). */
+void docker_sandbox_mark(struct backend_sandbox *sb, const char *state);
+/* Reference counting for sandboxes shared with pending operations. */
+void docker_sandbox_ref(struct backend_sandbox *sb);
+void docker_sandbox_unref(struct backend_sandbox *sb);
+
+/* Helper execs: a small command in the container whose output is collected. */
+typedef void (*docker_helper_cb)(void *ctx, int exit_code, const char *out, size_t len,
+                                 const struct sbx_error *err);
+/* Runs argv (borrowed) as root in sb with optional stdin; cb gets stdout (stderr discarded). */
+void docker_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
+                   void *ctx, docker_helper_cb cb);
+
+/* Exec engine (docker_exec.c), the backend_ops entries. */
+int docker_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
+                      const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                      struct sbx_error *err);
+int docker_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof);
+int docker_exec_signal(struct backend_proc *p, int sig);
+void docker_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
+void docker_exec_pause(struct backend_proc *p);
+void docker_exec_resume(struct backend_proc *p);
+int docker_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short cols);
+void docker_exec_release(struct backend_proc *p);
+
+/* Files (docker_file.c), the backend_ops entries. */
+void docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset,
+                      size_t max_bytes, void *ctx, backend_read_cb cb);
+void docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
+                       backend_done_cb cb);
+
+/* Minimal ustar (docker_tar.c). */
+struct docker_tar_entry {
+        char name[1024];
+        char link[1024];
+        char type; /* '0' file, '2' symlink, '5' directory, … */
+        uint64_t size;
+        unsigned mode;
+};
+/* Appends a regular-file entry (GNU long name when > 100 bytes) and its padded data. */
+void docker_tar_file(struct buf *out, const char *name, unsigned mode, const void *data,
+                     size_t len);
+/* Appends the two zero blocks that end an archive. */
+void docker_tar_end(struct buf *out);
+
+/* Streaming reader: feed bytes; for the first regular/symlink/dir entry, on_entry is called
+ * once, then on_data with its content. Returns 0, or -EINVAL for a malformed archive. */
+struct docker_tar_reader {
+        unsigned char hdr[512];
+        size_t hdr_len;
+        uint64_t left; /* bytes left of the current entry's data */
+        uint64_t pad;  /* padding bytes to skip after it */
+        char longname[1024];
+        bool have_longname;
+        bool skipping; /* current data is a long-name or pax record */
+        bool collecting_long;
+        size_t long_len;
+        int entries;
+        void (*on_entry)(void *ctx, const struct docker_tar_entry *e);
+        void (*on_data)(void *ctx, const char *data, size_t len);
+        void *ctx;
+};
+int docker_tar_feed(struct docker_tar_reader *r, const char *data, size_t len);
+
+#endif

@@ -1,0 +1,459 @@
+/* http.c — libcurl multi-socket API on libuv (uv_poll_t per socket + one uv_timer_t). */
+#include "backends/http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/util.h"
+
+#define HTTP_DEFAULT_MAX_BODY (16u << 20)
+
+struct http_multi {
+        uv_loop_t *loop;
+        CURLM *multi;
+        uv_timer_t timer;
+        int refs;
+        int in_curl; /* > 0 while libcurl may call back: cancellations are deferred */
+        bool dead;
+        struct http_req *reqs; /* doubly linked */
+        struct http_multi *next;
+};
+
+struct http_req {
+        struct http_multi *m;
+        CURL *easy;
+        struct curl_slist *headers;
+        char *body;
+        struct http_cbs cbs;
+        void *ctx;
+        struct buf resp;
+        size_t max_body;
+        bool cancelled;
+        bool in_cb;
+        bool paused;
+        bool too_big;
+        char errbuf[CURL_ERROR_SIZE];
+        struct http_req *prev, *next;
+};
+
+struct http_sock {
+        uv_poll_t poll;
+        curl_socket_t fd;
+        struct http_multi *m;
+};
+
+static struct http_multi *http_multis;
+
+static void http_action(struct http_multi *m, curl_socket_t fd, int flags);
+
+static void
+http_sock_close_cb(uv_handle_t *h)
+{
+        free(h->data);
+}
+
+static void
+http_poll_cb(uv_poll_t *p, int status, int events)
+{
+        struct http_sock *s = p->data;
+        struct http_multi *m = s->m;
+        int flags = 0;
+
+        if (status < 0)
+                flags = CURL_CSELECT_ERR;
+        if (events & UV_READABLE)
+                flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+                flags |= CURL_CSELECT_OUT;
+        http_action(m, s->fd, flags);
+}
+
+static int
+http_socket_cb(CURL *easy, curl_socket_t fd, int action, void *userp, void *socketp)
+{
+        struct http_multi *m = userp;
+        struct http_sock *s = socketp;
+        int ev = 0;
+
+        if (action == CURL_POLL_REMOVE) {
+                if (s) {
+                        uv_poll_stop(&s->poll);
+                        uv_close((uv_handle_t *) &s->poll, http_sock_close_cb);
+                        curl_multi_assign(m->multi, fd, NULL);
+                }
+                return 0;
+        }
+        if (!s) {
+                s = xcalloc(1, sizeof(*s));
+                s->fd = fd;
+                s->m = m;
+                s->poll.data = s;
+                if (uv_poll_init_socket(m->loop, &s->poll, fd) < 0) {
+                        free(s);
+                        return -1;
+                }
+                curl_multi_assign(m->multi, fd, s);
+        }
+        if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
+                ev |= UV_READABLE;
+        if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT)
+                ev |= UV_WRITABLE;
+        uv_poll_start(&s->poll, ev, http_poll_cb);
+        return 0;
+}
+
+static void
+http_timer_cb(uv_timer_t *t)
+{
+        struct http_multi *m = t->data;
+
+        http_action(m, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int
+http_timer_fn(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct http_multi *m = userp;
+
+        if (timeout_ms < 0)
+                uv_timer_stop(&m->timer);
+        else
+                uv_timer_start(&m->timer, http_timer_cb, timeout_ms ? (uint64_t) timeout_ms : 1, 0);
+        return 0;
+}
+
+static void
+http_req_unlink(struct http_req *r)
+{
+        struct http_multi *m = r->m;
+
+        if (r->prev)
+                r->prev->next = r->next;
+        else
+                m->reqs = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+}
+
+static void
+http_req_free(struct http_req *r)
+{
+        http_req_unlink(r);
+        curl_multi_remove_handle(r->m->multi, r->easy);
+        curl_easy_cleanup(r->easy);
+        curl_slist_free_all(r->headers);
+        free(r->body);
+        buf_free(&r->resp);
+        free(r);
+}
+
+static void
+http_req_finish(struct http_req *r, CURLcode code)
+{
+        struct http_result res = {0};
+        char *ctype = NULL;
+
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &res.status);
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        res.content_type = ctype;
+        res.curl_code = (int) code;
+        if (r->too_big) {
+                res.curl_code = CURLE_FILESIZE_EXCEEDED;
+                res.error = "response body too large";
+        } else if (code != CURLE_OK) {
+                res.error = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
+        }
+        if (!r->cbs.on_data) {
+                buf_reserve(&r->resp, 0);
+                res.body = r->resp.data;
+                res.body_len = r->resp.len;
+        }
+        curl_multi_remove_handle(r->m->multi, r->easy);
+        if (!r->cancelled && r->cbs.on_done)
+                r->cbs.on_done(r->ctx, r, &res);
+        http_req_free(r);
+}
+
+static void
+http_check_info(struct http_multi *m)
+{
+        CURLMsg *msg;
+        int left;
+
+        while (!m->dead && (msg = curl_multi_info_read(m->multi, &left))) {
+                struct http_req *r = NULL;
+                CURLcode code;
+
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                /* msg is invalid after remove_handle: copy first. */
+                code = msg->data.result;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &r);
+                http_req_finish(r, code);
+        }
+}
+
+/* Frees requests cancelled while libcurl was calling back. */
+static void
+http_sweep(struct http_multi *m)
+{
+        struct http_req *r = m->reqs, *next;
+
+        for (; r; r = next) {
+                next = r->next;
+                if (r->cancelled)
+                        http_req_free(r);
+        }
+}
+
+static void
+http_action(struct http_multi *m, curl_socket_t fd, int flags)
+{
+        int running;
+
+        m->refs++; /* on_done may release the last outside reference */
+        m->in_curl++;
+        curl_multi_socket_action(m->multi, fd, flags, &running);
+        m->in_curl--;
+        http_sweep(m);
+        http_check_info(m);
+        http_multi_release(m);
+}
+
+static size_t
+http_write_cb(char *data, size_t size, size_t nmemb, void *userp)
+{
+        struct http_req *r = userp;
+        size_t n = size * nmemb;
+        int rc;
+
+        if (r->cancelled)
+                return 0;
+        if (!r->cbs.on_data) {
+                if (r->resp.len + n > r->max_body) {
+                        r->too_big = true;
+                        return 0;
+                }
+                buf_append(&r->resp, data, n);
+                return n;
+        }
+        if (r->paused)
+                return CURL_WRITEFUNC_PAUSE;
+        r->in_cb = true;
+        rc = r->cbs.on_data(r->ctx, r, data, n);
+        r->in_cb = false;
+        if (rc < 0 || r->cancelled)
+                return 0;
+        return n;
+}
+
+static void
+http_multi_free_cb(uv_handle_t *h)
+{
+        free(h->data);
+}
+
+/* Returns the loop's multi handle, creating it on first use. */
+struct http_multi *
+http_multi_acquire(uv_loop_t *loop)
+{
+        static bool global_done;
+        struct http_multi *m;
+
+        for (m = http_multis; m; m = m->next) {
+                if (m->loop == loop) {
+                        m->refs++;
+                        return m;
+                }
+        }
+        if (!global_done) {
+                curl_global_init(CURL_GLOBAL_DEFAULT);
+                global_done = true;
+        }
+        m = xcalloc(1, sizeof(*m));
+        m->loop = loop;
+        m->refs = 1;
+        m->multi = curl_multi_init();
+        if (!m->multi)
+                abort();
+        uv_timer_init(loop, &m->timer);
+        m->timer.data = m;
+        curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, http_socket_cb);
+        curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);
+        curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, http_timer_fn);
+        curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
+        m->next = http_multis;
+        http_multis = m;
+        return m;
+}
+
+/* Drops a reference; the last one tears everything down without callbacks. */
+void
+http_multi_release(struct http_multi *m)
+{
+        struct http_multi **pp;
+
+        if (!m || --m->refs > 0)
+                return;
+        for (pp = &http_multis; *pp; pp = &(*pp)->next) {
+                if (*pp == m) {
+                        *pp = m->next;
+                        break;
+                }
+        }
+        m->dead = true;
+        while (m->reqs)
+                http_req_free(m->reqs);
+        /* May call the socket callback (REMOVE) for cached connections: the loop is alive. */
+        curl_multi_cleanup(m->multi);
+        uv_timer_stop(&m->timer);
+        uv_close((uv_handle_t *) &m->timer, http_multi_free_cb);
+}
+
+static void
+http_setup_easy(struct http_req *r, const struct http_req_spec *spec)
+{
+        CURL *e = r->easy;
+        const char *method = spec->method ? spec->method : "GET";
+
+        curl_easy_setopt(e, CURLOPT_URL, spec->url);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write_cb);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                         spec->connect_timeout_ms ? spec->connect_timeout_ms : 10000L);
+        if (spec->timeout_ms)
+                curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, spec->timeout_ms);
+        if (spec->unix_socket)
+                curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, spec->unix_socket);
+        if (spec->ca_file)
+                curl_easy_setopt(e, CURLOPT_CAINFO, spec->ca_file);
+        if (spec->cert_file)
+                curl_easy_setopt(e, CURLOPT_SSLCERT, spec->cert_file);
+        if (spec->key_file)
+                curl_easy_setopt(e, CURLOPT_SSLKEY, spec->key_file);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (strcmp(method, "GET") != 0)
+                curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        if (spec->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+                r->body = xmalloc(spec->body_len + 1);
+                if (spec->body_len)
+                        memcpy(r->body, spec->body, spec->body_len);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) spec->body_len);
+        }
+        for (const char *const *h = spec->headers; h && *h; h++)
+                r->headers = curl_slist_append(r->headers, *h);
+        /* No "Expect: 100-continue" round trip for uploads. */
+        r->headers = curl_slist_append(r->headers, "Expect:");
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+}
+
+/* Starts a request. */
+int
+http_request(struct http_multi *m, const struct http_req_spec *spec, const struct http_cbs *cbs,
+             void *ctx, struct http_req **ret)
+{
+        struct http_req *r;
+
+        if (!m || m->dead || !spec->url)
+                return -EINVAL;
+        r = xcalloc(1, sizeof(*r));
+        r->m = m;
+        r->cbs = *cbs;
+        r->ctx = ctx;
+        r->max_body = spec->max_body ? spec->max_body : HTTP_DEFAULT_MAX_BODY;
+        r->easy = curl_easy_init();
+        if (!r->easy) {
+                free(r);
+                return -ENOMEM;
+        }
+        http_setup_easy(r, spec);
+        r->next = m->reqs;
+        if (m->reqs)
+                m->reqs->prev = r;
+        m->reqs = r;
+        if (curl_multi_add_handle(m->multi, r->easy) != CURLM_OK) {
+                http_req_free(r);
+                return -EIO;
+        }
+        if (ret)
+                *ret = r;
+        return 0;
+}
+
+/* Cancels a request without a callback. */
+void
+http_cancel(struct http_req *req)
+{
+        if (!req || req->cancelled)
+                return;
+        req->cancelled = true;
+        /* Inside a libcurl callback the handle may not be removed: http_sweep frees it. */
+        if (!req->m->in_curl)
+                http_req_free(req);
+}
+
+/* HTTP status so far. */
+long
+http_req_status(struct http_req *req)
+{
+        long st = 0;
+
+        curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &st);
+        return st;
+}
+
+/* Stops delivering data. */
+void
+http_pause(struct http_req *req)
+{
+        if (req->paused)
+                return;
+        req->paused = true;
+        if (!req->in_cb) {
+                req->m->in_curl++;
+                curl_easy_pause(req->easy, CURLPAUSE_RECV);
+                req->m->in_curl--;
+        }
+}
+
+/* Restarts delivering data (may deliver buffered data at once). */
+void
+http_resume(struct http_req *req)
+{
+        if (!req->paused)
+                return;
+        req->paused = false;
+        req->m->in_curl++;
+        curl_easy_pause(req->easy, CURLPAUSE_CONT);
+        req->m->in_curl--;
+        if (!req->m->in_curl)
+                http_sweep(req->m);
+}
+
+/* Percent-encodes s. */
+char *
+http_escape(const char *s)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        struct buf b = {0};
+
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == '~' || c == '/' || c == ':' ||
+                    c == '@') {
+                        buf_append(&b, s, 1);
+                } else {
+                        char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+                        buf_append(&b, e, 3);
+                }
+        }
+        buf_reserve(&b, 0);
+        return b.data;
+}

@@ -1,0 +1,414 @@
+/* bench_docker.c — the docker backend against the docker CLI, measured in the same run.
+ *
+ *   exec: round trip of `true` in a running container, backend ops vs `docker exec CID true`
+ *         (target ratio <= 0.5)
+ *   create: sandbox create (image check, create, mount read-back, start) vs `docker run -d`
+ *         (target ratio <= 1.0)
+ *   daemon: the same two through a real sandboxd ($SANDBOXD_BIN, default build/std/sandboxd) on
+ *         a private socket: exec {argv:["true"]} and {command:"true"} (a shell-state exec: one
+ *         more helper exec in the container), and sandbox.create + sandbox.destroy.
+ *
+ * Needs dockerd and the image from tests/docker/setup.sh; prints "skipped" without them.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "backends/docker.h"
+#include "protocol/util.h"
+
+#define IMAGE "sandboxd-test:busybox"
+
+static uv_loop_t loop;
+static const struct backend_ops *ops = &docker_backend_ops;
+
+static void
+run_until(const bool *flag)
+{
+        while (!*flag && uv_run(&loop, UV_RUN_ONCE))
+                ;
+}
+
+static int
+run_cmd(char *const argv[], char *out, size_t outlen)
+{
+        int pfd[2], st;
+        pid_t pid;
+        ssize_t n;
+        size_t got = 0;
+
+        if (pipe(pfd) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                dup2(pfd[1], 1);
+                close(pfd[0]);
+                close(pfd[1]);
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        close(pfd[1]);
+        while ((n = read(pfd[0], out ? out + got : (char[256]){0}, out ? outlen - got - 1 : 256)) >
+               0)
+                if (out)
+                        got += (size_t) n;
+        if (out)
+                out[got] = '\0';
+        close(pfd[0]);
+        waitpid(pid, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct created {
+        bool done;
+        struct backend_sandbox *sb;
+};
+
+static void
+create_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_info *info,
+          const struct sbx_error *err)
+{
+        struct created *c = ctx;
+
+        if (err)
+                fprintf(stderr, "create: %s\n", err->message);
+        c->sb = bsb;
+        c->done = true;
+}
+
+static void
+done_cb(void *ctx, const struct sbx_error *err)
+{
+        *(bool *) ctx = true;
+}
+
+static struct backend_sandbox *
+create(int i)
+{
+        struct backend_identity me = {.uid = getuid(), .gid = getgid()};
+        char id[64];
+        struct sandbox_spec s = {.id = id,
+                                 .name = id,
+                                 .image = IMAGE,
+                                 .env = json_object(),
+                                 .labels = json_object(),
+                                 .mounts = json_array(),
+                                 .owner = &me};
+        struct created c = {0};
+
+        snprintf(id, sizeof(id), "sbx_bench%d_%d", (int) getpid(), i);
+        ops->create(&s, &c, NULL, create_cb);
+        run_until(&c.done);
+        json_decref(s.env);
+        json_decref(s.labels);
+        json_decref(s.mounts);
+        return c.sb;
+}
+
+static void
+destroy(struct backend_sandbox *sb)
+{
+        bool done = false;
+
+        ops->destroy(sb, &done, done_cb);
+        run_until(&done);
+}
+
+static void
+out_cb(void *ctx, enum backend_stream s, const char *d, size_t n)
+{
+}
+
+static void
+exit_cb(void *ctx, const struct exec_exit *ex)
+{
+        *(bool *) ctx = true;
+}
+
+static double
+bench_backend_exec(struct backend_sandbox *sb, int n)
+{
+        static const struct backend_exec_cbs cbs = {out_cb, exit_cb};
+        char *argv[] = {"true", NULL};
+        uint64_t t0 = util_now_ns();
+
+        for (int i = 0; i < n; i++) {
+                char id[32];
+                struct exec_spec spec = {.argv = argv, .exec_id = id};
+                struct backend_proc *p = NULL;
+                struct sbx_error err = {0};
+                bool done = false;
+                snprintf(id, sizeof(id), "p_bench%d", i);
+                if (ops->exec_start(sb, &spec, &cbs, &done, &p, &err) < 0) {
+                        fprintf(stderr, "exec: %s\n", err.message);
+                        exit(1);
+                }
+                run_until(&done);
+                ops->exec_release(p);
+        }
+        return (double) (util_now_ns() - t0) / 1e6 / n;
+}
+
+static double
+bench_cli_exec(const char *cid, int n)
+{
+        char *argv[] = {"docker", "exec", (char *) cid, "true", NULL};
+        uint64_t t0 = util_now_ns();
+
+        for (int i = 0; i < n; i++)
+                run_cmd(argv, NULL, 0);
+        return (double) (util_now_ns() - t0) / 1e6 / n;
+}
+
+static double
+bench_backend_create(int n)
+{
+        uint64_t total = 0;
+
+        for (int i = 0; i < n; i++) {
+                uint64_t t0 = util_now_ns();
+                struct backend_sandbox *sb = create(100 + i);
+                total += util_now_ns() - t0;
+                if (!sb)
+                        exit(1);
+                destroy(sb);
+        }
+        return (double) total / 1e6 / n;
+}
+
+static double
+bench_cli_create(int n)
+{
+        char *run[] = {"docker", "run", "-d",    "--network",  "none",
+                       "--init", IMAGE, "sleep", "2147483647", NULL};
+        uint64_t total = 0;
+        char cid[256];
+
+        for (int i = 0; i < n; i++) {
+                uint64_t t0 = util_now_ns();
+                run_cmd(run, cid, sizeof(cid));
+                total += util_now_ns() - t0;
+                cid[strcspn(cid, "\n")] = '\0';
+                char *rm[] = {"docker", "rm", "-f", cid, NULL};
+                run_cmd(rm, NULL, 0);
+        }
+        return (double) total / 1e6 / n;
+}
+
+/* ---- through the daemon ---- */
+
+struct bd {
+        pid_t pid;
+        int fd;
+        char dir[64];
+        char sock[96];
+        struct buf in;
+        int id;
+};
+
+/* Starts sandboxd on a private socket and waits for READY=1 on a notify socket. */
+static int
+bd_start(struct bd *d)
+{
+        const char *bin = getenv("SANDBOXD_BIN") ? getenv("SANDBOXD_BIN") : "build/std/sandboxd";
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        char state[96], conf[96], notify[96], buf[512];
+        struct pollfd pfd;
+        FILE *f;
+        int nfd;
+
+        snprintf(d->dir, sizeof(d->dir), "/tmp/bench-sbxd-XXXXXX");
+        if (!mkdtemp(d->dir))
+                return -1;
+        snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
+        snprintf(state, sizeof(state), "%s/state", d->dir);
+        snprintf(conf, sizeof(conf), "%s/sandboxd.conf", d->dir);
+        snprintf(notify, sizeof(notify), "%s/notify", d->dir);
+        f = fopen(conf, "w");
+        if (!f)
+                return -1;
+        fprintf(f, "[backend.docker]\nimage = %s\n", IMAGE);
+        fclose(f);
+        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify);
+        if (bind(nfd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -1;
+        fflush(stdout);
+        d->pid = fork();
+        if (d->pid == 0) {
+                int log = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                dup2(log, 2);
+                setenv("NOTIFY_SOCKET", notify, 1);
+                execl(bin, bin, "--socket", d->sock, "--state-dir", state, "--config", conf,
+                      (char *) NULL);
+                _exit(127);
+        }
+        pfd = (struct pollfd){.fd = nfd, .events = POLLIN};
+        for (;;) {
+                ssize_t n;
+                if (poll(&pfd, 1, 20000) <= 0)
+                        return -1;
+                n = recv(nfd, buf, sizeof(buf) - 1, 0);
+                buf[n > 0 ? n : 0] = '\0';
+                if (strstr(buf, "READY=1"))
+                        break;
+        }
+        close(nfd);
+        d->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock);
+        return connect(d->fd, (struct sockaddr *) &sa, sizeof(sa));
+}
+
+/* One request; returns its result (new) or NULL on an error answer. Notifications skipped. */
+static json_t *
+bd_call(struct bd *d, const char *method, json_t *params /* steals */)
+{
+        json_t *req = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", ++d->id, "method",
+                                method, "params", params);
+        char *line = json_dumps(req, JSON_COMPACT);
+        char *nl;
+
+        if (write(d->fd, line, strlen(line)) < 0 || write(d->fd, "\n", 1) < 0)
+                exit(1);
+        free(line);
+        json_decref(req);
+        for (;;) {
+                while (!d->in.data || !(nl = memchr(d->in.data, '\n', d->in.len))) {
+                        buf_reserve(&d->in, 65536);
+                        ssize_t n = read(d->fd, d->in.data + d->in.len, 65536);
+                        if (n <= 0)
+                                exit(1);
+                        d->in.len += (size_t) n;
+                }
+                json_t *msg = json_loadb(d->in.data, (size_t) (nl - d->in.data), 0, NULL);
+                buf_consume(&d->in, (size_t) (nl - d->in.data) + 1);
+                if (json_integer_value(json_object_get(msg, "id")) == d->id) {
+                        json_t *res = json_incref(json_object_get(msg, "result"));
+                        if (!res)
+                                fprintf(stderr, "%s: %s\n", method,
+                                        json_string_value(json_object_get(
+                                                json_object_get(msg, "error"), "message")));
+                        json_decref(msg);
+                        return res;
+                }
+                json_decref(msg);
+        }
+}
+
+static double
+bd_exec(struct bd *d, json_t *params, int n)
+{
+        uint64_t t0 = util_now_ns();
+
+        for (int i = 0; i < n; i++) {
+                json_t *r = bd_call(d, "exec", json_deep_copy(params));
+                if (!r)
+                        exit(1);
+                json_decref(r);
+        }
+        json_decref(params);
+        return (double) (util_now_ns() - t0) / 1e6 / n;
+}
+
+static double
+bd_create(struct bd *d, int n)
+{
+        uint64_t total = 0;
+
+        for (int i = 0; i < n; i++) {
+                uint64_t t0 = util_now_ns();
+                json_t *r = bd_call(d, "sandbox.create", json_pack("{s:s}", "backend", "docker"));
+                total += util_now_ns() - t0;
+                if (!r)
+                        exit(1);
+                json_decref(bd_call(d, "sandbox.destroy",
+                                    json_pack("{s:O}", "id", json_object_get(r, "id"))));
+                json_decref(r);
+        }
+        return (double) total / 1e6 / n;
+}
+
+/* Exec and create through a real daemon, against the CLI numbers ce and cc. */
+static void
+bench_daemon(int n, double ce, double cc)
+{
+        struct bd d = {0};
+        json_t *sb;
+        char *rm[] = {"rm", "-rf", d.dir, NULL};
+
+        if (bd_start(&d) < 0) {
+                printf("daemon:     skipped (cannot start sandboxd; set SANDBOXD_BIN)\n");
+                return;
+        }
+        sb = bd_call(&d, "sandbox.create",
+                     json_pack("{s:s,s:s}", "backend", "docker", "name", "b"));
+        if (!sb)
+                exit(1);
+        bd_exec(&d, json_pack("{s:s,s:[s]}", "sandbox", "b", "argv", "true"), 3);
+        double ea = bd_exec(&d, json_pack("{s:s,s:[s]}", "sandbox", "b", "argv", "true"), n);
+        double ec = bd_exec(&d, json_pack("{s:s,s:s}", "sandbox", "b", "command", "true"), n);
+        json_decref(bd_call(&d, "sandbox.destroy", json_pack("{s:s}", "id", "b")));
+        json_decref(sb);
+        double dc = bd_create(&d, n / 3 + 1);
+        printf("daemon exec argv true:    %.1f ms, docker exec CLI %.1f ms, ratio %.2f "
+               "(target <= 0.5)\n",
+               ea, ce, ea / ce);
+        printf("daemon exec command true: %.1f ms (shell state read back), ratio %.2f\n", ec,
+               ec / ce);
+        printf("daemon sandbox.create:    %.1f ms, docker run -d   %.1f ms, ratio %.2f "
+               "(target <= 1.0)\n",
+               dc, cc, dc / cc);
+        close(d.fd);
+        kill(d.pid, SIGTERM);
+        waitpid(d.pid, NULL, 0);
+        run_cmd(rm, NULL, 0);
+        buf_free(&d.in);
+}
+
+int
+main(void)
+{
+        struct sbx_error err = {0};
+        json_t *cfg = json_object();
+        char *info[] = {"docker", "image", "inspect", IMAGE, NULL};
+        int n = getenv("BENCH_N") ? atoi(getenv("BENCH_N")) : 30;
+
+        util_json_alloc_init();
+        if (run_cmd(info, NULL, 0) != 0) {
+                printf("bench_docker: skipped (no dockerd or no %s; run tests/docker/setup.sh)\n",
+                       IMAGE);
+                return 0;
+        }
+        uv_loop_init(&loop);
+        if (ops->init(&loop, cfg, &err) < 0)
+                return 1;
+        struct backend_sandbox *sb = create(0);
+        if (!sb)
+                return 1;
+        bench_backend_exec(sb, 3); /* warm up both paths */
+        bench_cli_exec(docker_sandbox_container(sb), 3);
+        double be = bench_backend_exec(sb, n);
+        double ce = bench_cli_exec(docker_sandbox_container(sb), n);
+        destroy(sb);
+        double bc = bench_backend_create(n / 3 + 1);
+        double cc = bench_cli_create(n / 3 + 1);
+        printf("exec true:  backend %.1f ms, docker exec CLI %.1f ms, ratio %.2f (target <= 0.5)\n",
+               be, ce, be / ce);
+        printf("create:     backend %.1f ms, docker run -d   %.1f ms, ratio %.2f (target <= 1.0)\n",
+               bc, cc, bc / cc);
+        bench_daemon(n, ce, cc);
+        ops->shutdown();
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        json_decref(cfg);
+        return 0;
+}

@@ -1,0 +1,138 @@
+/* ctl_approvals.c — `sandboxctl approvals ls|rm`: the persisted ("always") approvals. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/ctl_conn.h"
+#include "client/ctl_table.h"
+#include "client/ctl_util.h"
+
+static json_t *
+ctl_approvals_call(struct ctl_ctx *ctx, const char *method, json_t *params)
+{
+        struct sbx_error err = {0};
+        struct ctl_conn *c = ctl_connect(ctx);
+        json_t *res;
+
+        if (!c) {
+                json_decref(params);
+                return NULL;
+        }
+        res = ctl_conn_call(c, method, params, &err);
+        if (!res)
+                ctl_util_print_error(&err);
+        sbx_error_clear(&err);
+        return res;
+}
+
+static const struct ctl_help ctl_approvals_ls_help = {
+        "approvals ls",
+        "approvals ls",
+        "Lists the persisted (\"always\") approvals of your uid (root: of every uid).",
+        NULL,
+};
+
+static int
+ctl_approvals_ls(struct ctl_ctx *ctx, int argc, char **argv)
+{
+        static const char *const hdr[] = {"UID", "CREATED", "KEY"};
+        struct ctl_table *t;
+        int first, rc;
+        json_t *res, *a;
+        size_t i;
+
+        rc = ctl_util_parse(ctx, &ctl_approvals_ls_help, "", NULL, argc, argv, NULL, NULL, &first);
+        if (rc < 0 && first < argc)
+                rc = ctl_util_usage_error("approvals ls", "unexpected argument '%s'", argv[first]);
+        if (rc >= 0)
+                return rc;
+        if (!(res = ctl_approvals_call(ctx, "approval.list", json_object())))
+                return CTL_EXIT_ERROR;
+        if (ctx->json) {
+                ctl_util_print_json(stdout, res);
+                json_decref(res);
+                return CTL_EXIT_OK;
+        }
+        t = ctl_table_new(hdr, ARRAY_SIZE(hdr));
+        json_array_foreach(json_object_get(res, "approvals"), i, a)
+        {
+                char *uid = ctl_table_cell(json_object_get(a, "uid"));
+                const char *row[] = {uid, ctl_util_str(a, "created_at", NULL),
+                                     ctl_util_str(a, "key", NULL)};
+                ctl_table_add(t, row);
+                free(uid);
+        }
+        ctl_table_print(t, stdout);
+        ctl_table_free(t);
+        json_decref(res);
+        return CTL_EXIT_OK;
+}
+
+static const struct ctl_help ctl_approvals_rm_help = {
+        "approvals rm",
+        "approvals rm KEY...",
+        "Revokes persisted approvals by key (as `approvals ls` shows them); root revokes the key "
+        "for every uid.",
+        NULL,
+};
+
+static int
+ctl_approvals_rm(struct ctl_ctx *ctx, int argc, char **argv)
+{
+        int first, rc;
+
+        rc = ctl_util_parse(ctx, &ctl_approvals_rm_help, "", NULL, argc, argv, NULL, NULL, &first);
+        if (rc < 0 && first >= argc)
+                rc = ctl_util_usage_error("approvals rm", "expected a key (see 'approvals ls')");
+        if (rc >= 0)
+                return rc;
+        rc = CTL_EXIT_OK;
+        for (int i = first; i < argc; i++) {
+                json_t *res = ctl_approvals_call(ctx, "approval.revoke",
+                                                 json_pack("{s:s}", "key", argv[i]));
+                if (!res) {
+                        rc = CTL_EXIT_ERROR;
+                        continue;
+                }
+                if (ctx->json)
+                        ctl_util_print_json(stdout, res);
+                else
+                        printf("revoked %s\n", argv[i]);
+                json_decref(res);
+        }
+        return rc;
+}
+
+static const struct {
+        const char *name;
+        ctl_run_fn run;
+        const char *summary;
+} ctl_approvals_cmds[] = {
+        {"ls", ctl_approvals_ls, "list persisted approvals"},
+        {"rm", ctl_approvals_rm, "revoke persisted approvals"},
+};
+
+static int
+ctl_approvals_usage(FILE *f, int rc)
+{
+        fputs("Usage: sandboxctl approvals COMMAND [OPTIONS]\n\nCommands:\n", f);
+        for (size_t i = 0; i < ARRAY_SIZE(ctl_approvals_cmds); i++)
+                fprintf(f, "  %-8s %s\n", ctl_approvals_cmds[i].name,
+                        ctl_approvals_cmds[i].summary);
+        fputs("\n'sandboxctl approvals COMMAND --help' shows the options of a command.\n", f);
+        return rc;
+}
+
+/* `sandboxctl approvals ...`. */
+int
+ctl_approvals_main(struct ctl_ctx *ctx, int argc, char **argv)
+{
+        if (argc < 2)
+                return ctl_approvals_usage(stderr, CTL_EXIT_USAGE);
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+                return ctl_approvals_usage(stdout, CTL_EXIT_OK);
+        for (size_t i = 0; i < ARRAY_SIZE(ctl_approvals_cmds); i++)
+                if (strcmp(argv[1], ctl_approvals_cmds[i].name) == 0)
+                        return ctl_approvals_cmds[i].run(ctx, argc - 1, argv + 1);
+        fprintf(stderr, "sandboxctl: approvals: unknown command '%s'\n", argv[1]);
+        return ctl_approvals_usage(stderr, CTL_EXIT_USAGE);
+}

@@ -1,0 +1,474 @@
+"""Docker backend through the daemon socket, against the real dockerd.
+
+Needs dockerd and the image sandboxd-test:busybox (tests/docker/setup.sh). When dockerd is not
+reachable every test here FAILS (it is never skipped): run tests/docker/setup.sh first.
+"""
+import base64
+import glob
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import Daemon, DaemonTest, RpcError, b64
+
+IMAGE = os.environ.get("SANDBOXD_TEST_IMAGE", "sandboxd-test:busybox")
+DOCKER_SOCK = "/var/run/docker.sock"
+SETUP_HINT = "run tests/docker/setup.sh (it starts dockerd and builds %s)" % IMAGE
+
+
+def docker_api(method, path):
+    """(status, parsed body) of one Engine API call over the Unix socket."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(DOCKER_SOCK)
+    s.sendall(("%s %s HTTP/1.0\r\nHost: docker\r\n\r\n" % (method, path)).encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    try:
+        return status, json.loads(body) if body else None
+    except ValueError:
+        return status, body
+
+
+def require_docker():
+    """Fails (never skips) when dockerd or the test image is missing."""
+    try:
+        status, _ = docker_api("GET", "/_ping")
+    except OSError as e:
+        raise AssertionError("dockerd is not reachable at %s (%s): %s"
+                             % (DOCKER_SOCK, e, SETUP_HINT))
+    if status != 200:
+        raise AssertionError("dockerd answered _ping with HTTP %d: %s" % (status, SETUP_HINT))
+    status, _ = docker_api("GET", "/images/%s/json" % IMAGE)
+    if status != 200:
+        raise AssertionError("the test image %s is missing: %s" % (IMAGE, SETUP_HINT))
+
+
+def docker(*args, check=True):
+    return subprocess.run(["docker"] + list(args), check=check, capture_output=True, text=True)
+
+
+def inspect(cid):
+    status, body = docker_api("GET", "/containers/%s/json" % cid)
+    return body if status == 200 else None
+
+
+def remove_instance_containers(state_dir):
+    """Removes every container a test daemon with this state directory labelled."""
+    out = docker("ps", "-aq", "--filter", "label=sandboxd.instance=%s" % state_dir).stdout
+    ids = out.split()
+    if ids:
+        docker("rm", "-f", *ids, check=False)
+
+
+def config(extra=""):
+    return "[backend.docker]\nimage = %s\npids_limit = 300\n%s" % (IMAGE, extra)
+
+
+class DockerDaemonTest(DaemonTest):
+    """A daemon whose docker containers are removed after the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        state = cls.daemon.state
+        try:
+            super().tearDownClass()
+        finally:
+            remove_instance_containers(state)
+
+    def create(self, **params):
+        params.setdefault("backend", "docker")
+        return self.c.call("sandbox.create", params, timeout=120)
+
+    def exec(self, sandbox, timeout=120, **params):
+        params["sandbox"] = sandbox
+        return self.c.call("exec", params, timeout=timeout)
+
+
+class DockerSandbox(DockerDaemonTest):
+    config = config()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        c = cls.daemon.client()
+        cls.sb = c.call("sandbox.create", {"backend": "docker", "name": "main"}, timeout=120)
+        cls.cid = cls.sb["details"]["container_id"]
+        c.close()
+
+    def test_hardening_visible_in_docker_inspect(self):
+        info = inspect(self.cid)
+        self.assertIsNotNone(info, "container %s not found" % self.cid)
+        hc = info["HostConfig"]
+        self.assertEqual(hc["CapDrop"], ["ALL"])
+        self.assertNotIn("SYS_ADMIN", hc["CapAdd"] or [])
+        self.assertNotIn("NET_RAW", hc["CapAdd"] or [])
+        self.assertIn("no-new-privileges", hc["SecurityOpt"])
+        self.assertTrue(hc["Init"])
+        self.assertEqual(hc["PidsLimit"], 300)  # from the config, not hard-coded
+        self.assertEqual(hc["NetworkMode"], "none")
+        self.assertFalse(hc["Privileged"])
+        self.assertEqual(hc["CgroupnsMode"], "private")
+        self.assertIn("/tmp", hc["Tmpfs"])
+        labels = info["Config"]["Labels"]
+        self.assertEqual(labels["sandboxd"], "1")
+        self.assertEqual(labels["sandboxd.sandbox"], self.sb["id"])
+        self.assertEqual(labels["sandboxd.owner"], str(os.getuid()))
+        self.assertEqual(labels["sandboxd.instance"], self.daemon.state)
+        self.assertTrue(info["State"]["Running"])
+        self.assertEqual(self.sb["backend"], "docker")
+        self.assertFalse(self.sb["host_access"])
+
+    def test_interleaved_stdout_stderr_streamed(self):
+        cmd = "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done"
+        r = self.exec("main", command=cmd)
+        self.assertEqual(r["exit_code"], 0, r)
+        want_out = "".join("out%d\n" % i for i in range(1, 6))
+        want_err = "".join("err%d\n" % i for i in range(1, 6))
+        self.assertEqual(r["stdout"], want_out)
+        self.assertEqual(r["stderr"], want_err)
+        self.assertEqual(self.c.output(r["exec_id"], "stdout"), want_out)
+        self.assertEqual(self.c.output(r["exec_id"], "stderr"), want_err)
+
+    def test_stdin_round_trip_binary(self):
+        data = bytes(range(256)) * 64 + os.urandom(1000)
+        r = self.exec("main", argv=["cat"], stdin_base64=b64(data), output_encoding="base64")
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertEqual(base64.b64decode(r["stdout"]), data)
+
+    def test_stdin_open_process_write(self):
+        r = self.exec("main", argv=["sh", "-c", "read l; echo got:$l"], stdin_open=True,
+                      background=True)
+        eid = r["exec_id"]
+        self.c.call("process.write", {"exec_id": eid, "data": "hello\n", "eof": True})
+        w = self.c.call("process.wait", {"exec_id": eid, "timeout_ms": 30000}, timeout=60)
+        self.assertEqual(w["exit_code"], 0, w)
+        rd = self.c.call("process.read", {"exec_id": eid})
+        self.assertEqual(rd["data"], "got:hello\n")
+
+    def test_100mb_output_counted(self):
+        n = 100 * 1024 * 1024
+        t = time.monotonic()
+        r = self.exec("main", command="head -c %d /dev/zero | tr '\\0' a" % n, timeout=300)
+        elapsed = time.monotonic() - t
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertEqual(r["stdout_bytes"], n)
+        self.assertTrue(r["truncated"])
+        streamed = sum(len(m["params"]["data"]) for m in self.c.notifications
+                       if m["method"] == "exec.output"
+                       and m["params"]["exec_id"] == r["exec_id"])
+        self.assertEqual(streamed, n)
+        print("\n    100 MB through a docker exec: %.2f s" % elapsed, end=" ")
+
+    def test_shell_state_persists(self):
+        self.exec("main", command="mkdir -p /work/sub && cd /work/sub && export SBX_T=42")
+        r = self.exec("main", command="pwd; echo $SBX_T")
+        self.assertEqual(r["stdout"], "/work/sub\n42\n")
+
+    def test_timeout_kills_tree_inside_container(self):
+        cmd = "sleep 4241 & (sleep 4242 &); sh -c 'sleep 4243'; wait"
+        r = self.exec("main", command=cmd, timeout_s=1)
+        self.assertTrue(r["timed_out"], r)
+        ps = docker("exec", self.cid, "ps", "-o", "pid,args").stdout
+        self.assertNotIn("sleep 424", ps)
+
+    def test_process_kill_tree_inside_container(self):
+        r = self.exec("main", command="sleep 5251 & sleep 5252", background=True)
+        eid = r["exec_id"]
+        deadline = time.monotonic() + 20
+        while "sleep 5252" not in docker("exec", self.cid, "ps", "-o", "args").stdout:
+            self.assertLess(time.monotonic(), deadline, "exec did not start")
+            time.sleep(0.05)
+        k = self.c.call("process.kill", {"exec_id": eid, "grace_ms": 500}, timeout=60)
+        self.assertEqual(k["survivors"], 0, k)
+        self.assertNotIn("sleep 525", docker("exec", self.cid, "ps", "-o", "args").stdout)
+
+    def test_file_round_trip_binary(self):
+        data = os.urandom(200000) + bytes(range(256))
+        for path in ("/work/blob.bin", "/tmp/blob.bin"):  # image layer, then the tmpfs
+            with self.subTest(path=path):
+                w = self.c.call("file.write", {"sandbox": "main", "path": path,
+                                               "data_base64": b64(data)}, timeout=60)
+                self.assertEqual(w["bytes"], len(data))
+                r = self.c.call("file.read", {"sandbox": "main", "path": path,
+                                              "max_bytes": len(data),
+                                              "output_encoding": "base64"}, timeout=60)
+                self.assertEqual(base64.b64decode(r["data"]), data)
+                self.assertEqual(r["size"], len(data))
+                self.assertTrue(r["eof"])
+                e = self.exec("main", command="md5sum %s" % path)
+                self.assertEqual(e["stdout"].split()[0], hashlib.md5(data).hexdigest())
+
+    def test_backend_list_shows_docker(self):
+        bl = self.c.call("backend.list")["backends"]
+        d = [b for b in bl if b["name"] == "docker"][0]
+        self.assertTrue(d["available"], d)
+        self.assertRegex(d["details"]["api_version"], r"^1\.\d+$")
+
+    def test_oom_reported(self):
+        self.create(name="oom", resources={"memory_mb": 32})
+        r = self.exec("oom", command="x=$(head -c 200000000 /dev/zero | tr '\\0' a); "
+                                     "echo ${#x}")
+        self.assertTrue(r["oom_killed"], r)
+        self.assertEqual(r["signal"], "SIGKILL")
+        r = self.exec("oom", command="exit 137")
+        self.assertFalse(r["oom_killed"], r)
+        self.assertEqual(r["exit_code"], 137)
+
+
+class DockerPolicy(DockerDaemonTest):
+    config = config()
+
+    def assertDenied(self, **params):
+        with self.assertRaises(RpcError) as cm:
+            self.create(**params)
+        self.assertEqual(cm.exception.code, -32001, cm.exception.message)
+        self.assertEqual(cm.exception.data["verdict"], "deny", cm.exception.data)
+        self.assertEqual(self.c.call("sandbox.list", {"backend": "docker"})["sandboxes"], [])
+
+    def test_docker_socket_bind_denied(self):
+        self.assertDenied(docker={"host_config": {
+            "Binds": ["/var/run/docker.sock:/var/run/docker.sock"]}})
+        self.assertDenied(mounts=[{"type": "bind", "source": "/var/run/docker.sock",
+                                   "target": "/var/run/docker.sock"}])
+
+    def test_privileged_denied(self):
+        self.assertDenied(docker={"host_config": {"Privileged": True}})
+
+    def test_etc_bind_denied(self):
+        self.assertDenied(mounts=[{"type": "bind", "source": "/etc", "target": "/hostetc"}])
+
+    def test_named_volume_binding_etc_denied(self):
+        name = "sbxtest-etc-%d" % os.getpid()
+        docker("volume", "create", "--driver", "local", "-o", "type=none", "-o", "o=bind",
+               "-o", "device=/etc", name)
+        try:
+            self.assertDenied(mounts=[{"type": "volume", "source": name, "target": "/v"}])
+            self.assertDenied(docker={"host_config": {"Binds": ["%s:/v" % name]}})
+        finally:
+            docker("volume", "rm", "-f", name, check=False)
+        self.assertIsNone(inspect("sandboxd-" + name))
+
+
+class DockerRecreate(DockerDaemonTest):
+    config = config()
+
+    def test_removed_behind_our_back_is_recreated(self):
+        sb = self.create(name="rec")
+        self.exec("rec", command="cd /tmp && export REC=1 && echo x > /work/mark")
+        docker("rm", "-f", sb["details"]["container_id"])
+        r = self.exec("rec", command="pwd; echo ${REC:-unset}; cat /work/mark 2>&1 || true")
+        self.assertTrue(r.get("sandbox_recreated"), r)
+        self.assertEqual(r["exit_code"], 0, r)
+        # A new container: the shell state and the files of the old one are gone.
+        self.assertEqual(r["stdout"].splitlines()[:2], ["/", "unset"])
+        got = self.c.call("sandbox.get", {"id": "rec"})
+        new_cid = got["details"]["container_id"]
+        self.assertNotEqual(new_cid, sb["details"]["container_id"])
+        self.assertTrue(inspect(new_cid)["State"]["Running"])
+        # The record follows the new container.
+        with open(os.path.join(self.daemon.state, "sandboxes.json")) as f:
+            recs = json.load(f)["sandboxes"]
+        self.assertEqual([x["record"]["container_id"] for x in recs if x["id"] == sb["id"]],
+                         [new_cid])
+        # The next exec runs in it normally.
+        r = self.exec("rec", command="echo ok")
+        self.assertEqual(r["stdout"], "ok\n")
+        self.assertNotIn("sandbox_recreated", r)
+
+    def test_stopped_container_recreated_for_background_exec(self):
+        sb = self.create(name="stopped")
+        docker("stop", "-t", "0", sb["details"]["container_id"])
+        r = self.exec("stopped", argv=["sh", "-c", "echo bg"], background=True)
+        w = self.c.call("process.wait", {"exec_id": r["exec_id"], "timeout_ms": 30000},
+                        timeout=60)
+        self.assertEqual(w["exit_code"], 0, w)
+        # Recreated before the immediate answer when the daemon saw the container stop first
+        # (the usual case), else while the exec was starting: then only the end says so.
+        self.assertTrue(w.get("sandbox_recreated"), w)
+        exits = [n["params"] for n in self.c.notifications if n["method"] == "exec.exit"
+                 and n["params"]["exec_id"] == r["exec_id"]]
+        self.assertTrue(all(e.get("sandbox_recreated") for e in exits), exits)
+        self.assertEqual(self.c.call("process.read", {"exec_id": r["exec_id"]})["data"], "bg\n")
+
+
+class DockerNoRecreate(DockerDaemonTest):
+    config = config("recreate = false\n")
+
+    def test_vanished_container_reports_32006(self):
+        sb = self.create(name="norec")
+        docker("rm", "-f", sb["details"]["container_id"])
+        with self.assertRaises(RpcError) as cm:
+            self.exec("norec", command="echo hi")
+        self.assertEqual(cm.exception.code, -32006, cm.exception.message)
+        self.assertEqual(cm.exception.data["state"], "removed")
+        self.assertIsNone(inspect("sandboxd-" + sb["id"]))
+
+
+class DockerRestart(unittest.TestCase):
+    """Restarts with the same state directory: sandboxes are re-adopted, orphans removed."""
+
+    def setUp(self):
+        require_docker()
+        self.state = tempfile.mkdtemp(prefix="sbxstate-")
+        self.others = []
+
+    def tearDown(self):
+        remove_instance_containers(self.state)
+        for cid in self.others:
+            docker("rm", "-f", cid, check=False)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def start(self, extra=""):
+        return Daemon(config(extra), state_dir=self.state)
+
+    def orphan(self, instance, sandbox_id):
+        return docker("run", "-d", "--network", "none", "--label", "sandboxd=1",
+                      "--label", "sandboxd.instance=%s" % instance,
+                      "--label", "sandboxd.sandbox=%s" % sandbox_id,
+                      IMAGE, "sleep", "1000").stdout.strip()
+
+    def test_restart_readopts_and_removes_orphans(self):
+        d = self.start()
+        try:
+            c = d.client()
+            sb = c.call("sandbox.create", {"backend": "docker", "name": "keep"}, timeout=120)
+            gone = c.call("sandbox.create", {"backend": "docker", "name": "gone"}, timeout=120)
+            c.call("file.write", {"sandbox": "keep", "path": "/work/f", "data": "kept\n"})
+            c.call("exec", {"sandbox": "keep", "command": "cd /work && export K=v"})
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("kept for re-adoption", log)
+        cid = sb["details"]["container_id"]
+        self.assertTrue(inspect(cid)["State"]["Running"], "SIGTERM must not remove it")
+        docker("rm", "-f", gone["details"]["container_id"])
+        orphan = self.orphan(self.state, "sbx_00000000")
+        foreign = self.orphan("/some/other/daemon", "sbx_00000001")
+        self.others.append(foreign)
+
+        t = time.monotonic()
+        d = self.start()
+        startup = time.monotonic() - t
+        try:
+            c = d.client()
+            lst = c.call("sandbox.list", {"backend": "docker"})["sandboxes"]
+            self.assertEqual([(x["id"], x["name"]) for x in lst], [(sb["id"], "keep")])
+            self.assertEqual(lst[0]["created_at"], sb["created_at"])
+            r = c.call("exec", {"sandbox": "keep", "command": "cat /work/f"})
+            self.assertEqual(r["stdout"], "kept\n")
+            self.assertEqual(c.call("sandbox.get", {"id": "keep"})["details"]["container_id"],
+                             cid)
+            self.assertIsNone(inspect(orphan), "the orphan was not removed")
+            self.assertIsNotNone(inspect(foreign), "another daemon's container was removed")
+            c.call("sandbox.destroy", {"id": "keep"}, timeout=60)
+            self.assertIsNone(inspect(cid))
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("re-adopted", log)
+        self.assertIn("record dropped", log)
+        self.assertIn("removed 1 orphan container", log)
+        with open(os.path.join(self.state, "sandboxes.json")) as f:
+            self.assertEqual(json.load(f), {"version": 1, "sandboxes": []})
+        print("\n    restart with 2 records + 1 orphan: READY after %.2f s" % startup, end=" ")
+
+    def test_corrupt_records_moved_aside(self):
+        os.makedirs(self.state, exist_ok=True)
+        path = os.path.join(self.state, "sandboxes.json")
+        with open(path, "w") as f:
+            f.write('{"version": 1, "sandboxes": [')
+        d = self.start()
+        try:
+            aside = glob.glob(path + ".corrupt-*")
+            self.assertEqual(len(aside), 1, os.listdir(self.state))
+            with open(aside[0]) as f:
+                self.assertEqual(f.read(), '{"version": 1, "sandboxes": [')
+            with open(path) as f:  # replaced by a valid, empty one
+                self.assertEqual(json.load(f), {"version": 1, "sandboxes": []})
+            c = d.client()
+            sb = c.call("sandbox.create", {"backend": "docker", "name": "after"}, timeout=120)
+            with open(path) as f:
+                self.assertEqual([x["id"] for x in json.load(f)["sandboxes"]], [sb["id"]])
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("moved it to", log)
+
+    def test_dockerd_unreachable_keeps_records(self):
+        d = self.start()
+        try:
+            c = d.client()
+            sb = c.call("sandbox.create", {"backend": "docker", "name": "k"}, timeout=120)
+            c.close()
+        finally:
+            d.stop()
+        path = os.path.join(self.state, "sandboxes.json")
+        with open(path) as f:
+            before = json.load(f)
+        # The same state directory, dockerd "down" (a socket path with nothing behind it).
+        d = Daemon(config("host = unix://%s/no-docker.sock\n" % self.state),
+                   state_dir=self.state)
+        try:
+            c = d.client()
+            self.assertEqual(c.call("sandbox.list")["sandboxes"], [])
+            bl = {b["name"]: b for b in c.call("backend.list")["backends"]}
+            self.assertFalse(bl["docker"]["available"])
+            self.assertIn("not running", bl["docker"]["reason"])
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("cannot re-adopt it now", log)
+        self.assertIn("orphan containers not looked for", log)
+        with open(path) as f:
+            self.assertEqual(json.load(f), before)  # kept for the next start
+        d = self.start()  # dockerd back: re-adopted
+        try:
+            c = d.client()
+            lst = c.call("sandbox.list")["sandboxes"]
+            self.assertEqual([x["id"] for x in lst], [sb["id"]])
+            c.close()
+        finally:
+            d.stop()
+        self.assertIsNotNone(inspect(sb["details"]["container_id"]))
+
+    def test_bad_records_dropped_good_kept(self):
+        os.makedirs(self.state, exist_ok=True)
+        recs = {"version": 1, "sandboxes": [
+            {"id": "../../etc", "name": "x", "backend": "docker"},
+            {"id": "sbx_1234abcd", "name": "y", "backend": "local", "owner": {},
+             "spec": {}, "record": {}},
+            "not an object",
+        ]}
+        with open(os.path.join(self.state, "sandboxes.json"), "w") as f:
+            json.dump(recs, f)
+        d = self.start()
+        try:
+            c = d.client()
+            self.assertEqual(c.call("sandbox.list")["sandboxes"], [])
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertEqual(log.count("dropped"), 3, log)
+
+
+if __name__ == "__main__":
+    unittest.main()
