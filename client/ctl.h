@@ -3,7 +3,9 @@
 #ifndef SANDBOXCTL_CTL_H
 #define SANDBOXCTL_CTL_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct ctl_conn;
 
@@ -28,6 +30,21 @@ typedef int (*ctl_run_fn)(struct ctl_ctx *ctx, int argc, char **argv);
 
 /* Opens the connection if not yet open; on failure prints why and returns NULL (borrowed). */
 struct ctl_conn *ctl_connect(struct ctl_ctx *ctx);
+
+/* Calls method on the (opened on demand) connection. Steals params. Returns the result (new)
+ * or NULL after printing the error. */
+json_t *ctl_call(struct ctl_ctx *ctx, const char *method, json_t *params);
+
+/* One subcommand of a group such as `sandboxctl sandbox ...`. */
+struct ctl_subcmd {
+        const char *name;
+        ctl_run_fn run;
+        const char *summary;
+};
+
+/* Dispatches argv[1] of group to one of cmds (n entries), with usage and --help. */
+int ctl_group_main(struct ctl_ctx *ctx, const char *group, const struct ctl_subcmd *cmds, size_t n,
+                   int argc, char **argv);
 
 /* Subcommands (one file each group). */
 int ctl_exec_main(struct ctl_ctx *ctx, int argc, char **argv);

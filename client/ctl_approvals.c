@@ -6,24 +6,6 @@
 #include "client/ctl_table.h"
 #include "client/ctl_util.h"
 
-static json_t *
-ctl_approvals_call(struct ctl_ctx *ctx, const char *method, json_t *params)
-{
-        struct sbx_error err = {0};
-        struct ctl_conn *c = ctl_connect(ctx);
-        json_t *res;
-
-        if (!c) {
-                json_decref(params);
-                return NULL;
-        }
-        res = ctl_conn_call(c, method, params, &err);
-        if (!res)
-                ctl_util_print_error(&err);
-        sbx_error_clear(&err);
-        return res;
-}
-
 static const struct ctl_help ctl_approvals_ls_help = {
         "approvals ls",
         "approvals ls",
@@ -45,7 +27,7 @@ ctl_approvals_ls(struct ctl_ctx *ctx, int argc, char **argv)
                 rc = ctl_util_usage_error("approvals ls", "unexpected argument '%s'", argv[first]);
         if (rc >= 0)
                 return rc;
-        if (!(res = ctl_approvals_call(ctx, "approval.list", json_object())))
+        if (!(res = ctl_call(ctx, "approval.list", json_object())))
                 return CTL_EXIT_ERROR;
         if (ctx->json) {
                 ctl_util_print_json(stdout, res);
@@ -87,8 +69,7 @@ ctl_approvals_rm(struct ctl_ctx *ctx, int argc, char **argv)
                 return rc;
         rc = CTL_EXIT_OK;
         for (int i = first; i < argc; i++) {
-                json_t *res = ctl_approvals_call(ctx, "approval.revoke",
-                                                 json_pack("{s:s}", "key", argv[i]));
+                json_t *res = ctl_call(ctx, "approval.revoke", json_pack("{s:s}", "key", argv[i]));
                 if (!res) {
                         rc = CTL_EXIT_ERROR;
                         continue;
@@ -102,37 +83,15 @@ ctl_approvals_rm(struct ctl_ctx *ctx, int argc, char **argv)
         return rc;
 }
 
-static const struct {
-        const char *name;
-        ctl_run_fn run;
-        const char *summary;
-} ctl_approvals_cmds[] = {
+static const struct ctl_subcmd ctl_approvals_cmds[] = {
         {"ls", ctl_approvals_ls, "list persisted approvals"},
         {"rm", ctl_approvals_rm, "revoke persisted approvals"},
 };
-
-static int
-ctl_approvals_usage(FILE *f, int rc)
-{
-        fputs("Usage: sandboxctl approvals COMMAND [OPTIONS]\n\nCommands:\n", f);
-        for (size_t i = 0; i < ARRAY_SIZE(ctl_approvals_cmds); i++)
-                fprintf(f, "  %-8s %s\n", ctl_approvals_cmds[i].name,
-                        ctl_approvals_cmds[i].summary);
-        fputs("\n'sandboxctl approvals COMMAND --help' shows the options of a command.\n", f);
-        return rc;
-}
 
 /* `sandboxctl approvals ...`. */
 int
 ctl_approvals_main(struct ctl_ctx *ctx, int argc, char **argv)
 {
-        if (argc < 2)
-                return ctl_approvals_usage(stderr, CTL_EXIT_USAGE);
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-                return ctl_approvals_usage(stdout, CTL_EXIT_OK);
-        for (size_t i = 0; i < ARRAY_SIZE(ctl_approvals_cmds); i++)
-                if (strcmp(argv[1], ctl_approvals_cmds[i].name) == 0)
-                        return ctl_approvals_cmds[i].run(ctx, argc - 1, argv + 1);
-        fprintf(stderr, "sandboxctl: approvals: unknown command '%s'\n", argv[1]);
-        return ctl_approvals_usage(stderr, CTL_EXIT_USAGE);
+        return ctl_group_main(ctx, "approvals", ctl_approvals_cmds, ARRAY_SIZE(ctl_approvals_cmds),
+                              argc, argv);
 }

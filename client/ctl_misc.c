@@ -40,25 +40,6 @@ ctl_misc_opt_cb(void *st, int opt, const char *arg)
         return 0;
 }
 
-/* Calls method; prints the error and returns NULL on failure. */
-static json_t *
-ctl_misc_call_method(struct ctl_ctx *ctx, const char *method, json_t *params)
-{
-        struct sbx_error err = {0};
-        struct ctl_conn *c = ctl_connect(ctx);
-        json_t *res;
-
-        if (!c) {
-                json_decref(params);
-                return NULL;
-        }
-        res = ctl_conn_call(c, method, params, &err);
-        if (!res)
-                ctl_util_print_error(&err);
-        sbx_error_clear(&err);
-        return res;
-}
-
 /* Parses a command without operands. -1 to go on, else an exit code. */
 static int
 ctl_misc_no_args(struct ctl_ctx *ctx, const struct ctl_help *help, int argc, char **argv)
@@ -107,7 +88,7 @@ ctl_misc_backends(struct ctl_ctx *ctx, int argc, char **argv)
 
         if (rc >= 0)
                 return rc;
-        if (!(res = ctl_misc_call_method(ctx, "backend.list", json_object())))
+        if (!(res = ctl_call(ctx, "backend.list", json_object())))
                 return CTL_EXIT_ERROR;
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
@@ -133,7 +114,7 @@ ctl_misc_info(struct ctl_ctx *ctx, int argc, char **argv)
 
         if (rc >= 0)
                 return rc;
-        if (!(res = ctl_misc_call_method(ctx, "daemon.info", json_object())))
+        if (!(res = ctl_call(ctx, "daemon.info", json_object())))
                 return CTL_EXIT_ERROR;
         if (ctx->json) {
                 ctl_util_print_json(stdout, res);
@@ -233,8 +214,7 @@ ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv)
                 rc = ctl_util_usage_error("check", "no command given");
         if (rc >= 0)
                 return rc;
-        res = ctl_misc_call_method(ctx, "policy.check",
-                                   ctl_misc_check_params(&o, argc - first, argv + first));
+        res = ctl_call(ctx, "policy.check", ctl_misc_check_params(&o, argc - first, argv + first));
         if (!res)
                 return CTL_EXIT_EXEC_ERROR;
         if (ctx->json)

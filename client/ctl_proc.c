@@ -79,25 +79,6 @@ ctl_proc_parse(struct ctl_ctx *ctx, const struct ctl_help *help, const char *sho
         return rc;
 }
 
-/* Calls method; prints the error and returns NULL on failure. */
-static json_t *
-ctl_proc_call(struct ctl_ctx *ctx, const char *method, json_t *params)
-{
-        struct sbx_error err = {0};
-        struct ctl_conn *c = ctl_connect(ctx);
-        json_t *res;
-
-        if (!c) {
-                json_decref(params);
-                return NULL;
-        }
-        res = ctl_conn_call(c, method, params, &err);
-        if (!res)
-                ctl_util_print_error(&err);
-        sbx_error_clear(&err);
-        return res;
-}
-
 static char *
 ctl_proc_status(const json_t *p)
 {
@@ -193,7 +174,7 @@ ctl_proc_ps(struct ctl_ctx *ctx, int argc, char **argv)
                 json_object_set_new(params, "sandbox", json_string(o.sandbox));
         if (!o.all)
                 json_object_set_new(params, "state", json_string("running"));
-        if (!(res = ctl_proc_call(ctx, "process.list", params)))
+        if (!(res = ctl_call(ctx, "process.list", params)))
                 return CTL_EXIT_ERROR;
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
@@ -249,7 +230,7 @@ ctl_proc_read_once(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const cha
 
         /* Exact bytes on a terminal or pipe; readable text in --json. */
         json_object_set_new(p, "output_encoding", json_string(ctx->json ? "text" : "base64"));
-        if (!(res = ctl_proc_call(ctx, "process.read", p)))
+        if (!(res = ctl_call(ctx, "process.read", p)))
                 return -1;
         next = json_object_get(res, "next_offset");
         dropped = json_object_get(res, "dropped_bytes");
@@ -342,7 +323,7 @@ ctl_proc_kill(struct ctl_ctx *ctx, int argc, char **argv)
                 json_object_set_new(p, "signal", ctl_proc_signal_value(o.signal));
         else if (o.grace_ms >= 0)
                 json_object_set_new(p, "grace_ms", json_integer(o.grace_ms));
-        res = ctl_proc_call(ctx, o.signal ? "process.signal" : "process.kill", p);
+        res = ctl_call(ctx, o.signal ? "process.signal" : "process.kill", p);
         if (!res)
                 return CTL_EXIT_ERROR;
         if (ctx->json)
@@ -392,9 +373,9 @@ ctl_proc_wait(struct ctl_ctx *ctx, int argc, char **argv)
                 long long ms = o.has_timeout ? (long long) (deadline > now ? deadline - now : 0)
                                              : CTL_PROC_WAIT_CHUNK;
                 json_decref(res);
-                res = ctl_proc_call(ctx, "process.wait",
-                                    json_pack("{s:s, s:I}", "exec_id", argv[first], "timeout_ms",
-                                              (json_int_t) MIN(ms, CTL_PROC_WAIT_CHUNK)));
+                res = ctl_call(ctx, "process.wait",
+                               json_pack("{s:s, s:I}", "exec_id", argv[first], "timeout_ms",
+                                         (json_int_t) MIN(ms, CTL_PROC_WAIT_CHUNK)));
                 if (!res)
                         return CTL_EXIT_EXEC_ERROR;
         } while (strcmp(ctl_util_str(res, "state", ""), "running") == 0 &&

@@ -105,25 +105,6 @@ ctl_sandbox_opt_cb(void *st, int opt, const char *arg)
         return -1;
 }
 
-/* Calls method; prints the error and returns NULL on failure. */
-static json_t *
-ctl_sandbox_call(struct ctl_ctx *ctx, const char *method, json_t *params)
-{
-        struct sbx_error err = {0};
-        struct ctl_conn *c = ctl_connect(ctx);
-        json_t *res;
-
-        if (!c) {
-                json_decref(params);
-                return NULL;
-        }
-        res = ctl_conn_call(c, method, params, &err);
-        if (!res)
-                ctl_util_print_error(&err);
-        sbx_error_clear(&err);
-        return res;
-}
-
 static void
 ctl_sandbox_progress_cb(void *arg, const char *method, json_t *params)
 {
@@ -193,7 +174,7 @@ ctl_sandbox_create(struct ctl_ctx *ctx, int argc, char **argv)
                 return rc >= 0 ? rc : CTL_EXIT_ERROR;
         }
         ctl_conn_set_notify(ctx->conn, ctl_sandbox_progress_cb, NULL);
-        if (!(res = ctl_sandbox_call(ctx, "sandbox.create", o.spec)))
+        if (!(res = ctl_call(ctx, "sandbox.create", o.spec)))
                 return CTL_EXIT_ERROR;
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
@@ -252,7 +233,7 @@ ctl_sandbox_ls(struct ctl_ctx *ctx, int argc, char **argv)
         if (rc >= 0)
                 return rc;
         params = o.backend ? json_pack("{s:s}", "backend", o.backend) : json_object();
-        if (!(res = ctl_sandbox_call(ctx, "sandbox.list", params)))
+        if (!(res = ctl_call(ctx, "sandbox.list", params)))
                 return CTL_EXIT_ERROR;
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
@@ -280,7 +261,7 @@ ctl_sandbox_get(struct ctl_ctx *ctx, int argc, char **argv)
                 rc = ctl_util_usage_error("sandbox get", "expected one sandbox id or name");
         if (rc >= 0)
                 return rc;
-        if (!(res = ctl_sandbox_call(ctx, "sandbox.get", json_pack("{s:s}", "id", argv[first]))))
+        if (!(res = ctl_call(ctx, "sandbox.get", json_pack("{s:s}", "id", argv[first]))))
                 return CTL_EXIT_ERROR;
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
@@ -309,8 +290,7 @@ ctl_sandbox_rm(struct ctl_ctx *ctx, int argc, char **argv)
                 return rc;
         rc = CTL_EXIT_OK;
         for (int i = first; i < argc; i++) {
-                json_t *res =
-                        ctl_sandbox_call(ctx, "sandbox.destroy", json_pack("{s:s}", "id", argv[i]));
+                json_t *res = ctl_call(ctx, "sandbox.destroy", json_pack("{s:s}", "id", argv[i]));
                 if (!res) {
                         rc = CTL_EXIT_ERROR;
                         continue;
@@ -324,38 +304,17 @@ ctl_sandbox_rm(struct ctl_ctx *ctx, int argc, char **argv)
         return rc;
 }
 
-static const struct {
-        const char *name;
-        ctl_run_fn run;
-        const char *summary;
-} ctl_sandbox_cmds[] = {
+static const struct ctl_subcmd ctl_sandbox_cmds[] = {
         {"create", ctl_sandbox_create, "create a sandbox"},
         {"ls", ctl_sandbox_ls, "list sandboxes"},
         {"get", ctl_sandbox_get, "show a sandbox"},
         {"rm", ctl_sandbox_rm, "destroy sandboxes"},
 };
 
-static int
-ctl_sandbox_usage(FILE *f, int rc)
-{
-        fputs("Usage: sandboxctl sandbox COMMAND [OPTIONS]\n\nCommands:\n", f);
-        for (size_t i = 0; i < ARRAY_SIZE(ctl_sandbox_cmds); i++)
-                fprintf(f, "  %-8s %s\n", ctl_sandbox_cmds[i].name, ctl_sandbox_cmds[i].summary);
-        fputs("\n'sandboxctl sandbox COMMAND --help' shows the options of a command.\n", f);
-        return rc;
-}
-
 /* `sandboxctl sandbox ...`. */
 int
 ctl_sandbox_main(struct ctl_ctx *ctx, int argc, char **argv)
 {
-        if (argc < 2)
-                return ctl_sandbox_usage(stderr, CTL_EXIT_USAGE);
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-                return ctl_sandbox_usage(stdout, CTL_EXIT_OK);
-        for (size_t i = 0; i < ARRAY_SIZE(ctl_sandbox_cmds); i++)
-                if (strcmp(argv[1], ctl_sandbox_cmds[i].name) == 0)
-                        return ctl_sandbox_cmds[i].run(ctx, argc - 1, argv + 1);
-        fprintf(stderr, "sandboxctl: sandbox: unknown command '%s'\n", argv[1]);
-        return ctl_sandbox_usage(stderr, CTL_EXIT_USAGE);
+        return ctl_group_main(ctx, "sandbox", ctl_sandbox_cmds, ARRAY_SIZE(ctl_sandbox_cmds), argc,
+                              argv);
 }

@@ -65,6 +65,51 @@ ctl_connect(struct ctl_ctx *ctx)
         return ctx->conn;
 }
 
+/* Calls method; prints the error and returns NULL on failure. */
+json_t *
+ctl_call(struct ctl_ctx *ctx, const char *method, json_t *params)
+{
+        struct sbx_error err = {0};
+        struct ctl_conn *c = ctl_connect(ctx);
+        json_t *res;
+
+        if (!c) {
+                json_decref(params);
+                return NULL;
+        }
+        res = ctl_conn_call(c, method, params, &err);
+        if (!res)
+                ctl_util_print_error(&err);
+        sbx_error_clear(&err);
+        return res;
+}
+
+static int
+ctl_group_usage(FILE *f, const char *group, const struct ctl_subcmd *cmds, size_t n, int rc)
+{
+        fprintf(f, "Usage: sandboxctl %s COMMAND [OPTIONS]\n\nCommands:\n", group);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+        fprintf(f, "\n'sandboxctl %s COMMAND --help' shows the options of a command.\n", group);
+        return rc;
+}
+
+/* `sandboxctl GROUP COMMAND ...`. */
+int
+ctl_group_main(struct ctl_ctx *ctx, const char *group, const struct ctl_subcmd *cmds, size_t n,
+               int argc, char **argv)
+{
+        if (argc < 2)
+                return ctl_group_usage(stderr, group, cmds, n, CTL_EXIT_USAGE);
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+                return ctl_group_usage(stdout, group, cmds, n, CTL_EXIT_OK);
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(argv[1], cmds[i].name) == 0)
+                        return cmds[i].run(ctx, argc - 1, argv + 1);
+        fprintf(stderr, "sandboxctl: %s: unknown command '%s'\n", group, argv[1]);
+        return ctl_group_usage(stderr, group, cmds, n, CTL_EXIT_USAGE);
+}
+
 /* Global options before the command; returns -1 to continue, or an exit code. */
 static int
 sandboxctl_global(struct ctl_ctx *ctx, int argc, char **argv)

@@ -35,6 +35,8 @@ struct sandbox_create {
         struct conn *conn; /* referenced; for approval and progress */
         struct policy_result pr;
         struct sandbox_spec spec;
+        /* What runs once named volumes are inspected: first judgement or re-judgement. */
+        void (*judge)(struct sandbox_create *sc, json_t *volumes);
 };
 
 static struct list sandbox_all = {&sandbox_all, &sandbox_all};
@@ -576,8 +578,21 @@ sandbox_volumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
                 sbx_error_clear(&e);
                 return;
         }
-        sandbox_judge(sc, volumes);
+        sc->judge(sc, volumes);
         json_decref(volumes);
+}
+
+/* Named volumes can bind host paths: the container checks need their real options, so for
+ * docker they are inspected first; then judge runs. */
+static void
+sandbox_inspect_then(struct sandbox_create *sc, void (*judge)(struct sandbox_create *, json_t *))
+{
+        if (sc->sb->ops != &docker_backend_ops) {
+                judge(sc, NULL);
+                return;
+        }
+        sc->judge = judge;
+        docker_inspect_volumes(sc->sb->spec, sc, sandbox_volumes_cb);
 }
 
 /* Validates, judges and creates; cb gets the result (or the existing sandbox of that name). */
@@ -639,11 +654,7 @@ sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void 
         sandbox_ref(sb);
         sc->conn = c;
         conn_ref(c);
-        /* Named volumes can bind host paths: the container checks need their real options. */
-        if (ops == &docker_backend_ops)
-                docker_inspect_volumes(sb->spec, sc, sandbox_volumes_cb);
-        else
-                sandbox_judge(sc, NULL);
+        sandbox_inspect_then(sc, sandbox_judge);
         return;
 fail:
         cb(ctx, NULL, &err);
@@ -1021,23 +1032,6 @@ sandbox_rejudge(struct sandbox_create *sc, json_t *volumes)
 }
 
 static void
-sandbox_revolumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
-{
-        struct sandbox_create *sc = ctx;
-        struct sbx_error e = {0};
-
-        if (err) {
-                sbx_error_set(&e, err->code, json_incref(err->data),
-                              "cannot inspect the named volumes of the spec: %s", err->message);
-                sandbox_create_fail(sc, &e);
-                sbx_error_clear(&e);
-                return;
-        }
-        sandbox_rejudge(sc, volumes);
-        json_decref(volumes);
-}
-
-static void
 sandbox_old_gone_cb(void *ctx, const struct sbx_error *err)
 {
         struct sandbox_create *sc = ctx;
@@ -1045,10 +1039,7 @@ sandbox_old_gone_cb(void *ctx, const struct sbx_error *err)
         if (err)
                 log_warn("sandbox %s: removing its old container: %s", sc->sb->id, err->message);
         /* Named volumes may have changed since create: judge their current options. */
-        if (sc->sb->ops == &docker_backend_ops)
-                docker_inspect_volumes(sc->sb->spec, sc, sandbox_revolumes_cb);
-        else
-                sandbox_rejudge(sc, NULL);
+        sandbox_inspect_then(sc, sandbox_rejudge);
 }
 
 /* Recreates a sandbox whose container vanished. */
