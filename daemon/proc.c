@@ -668,6 +668,13 @@ proc_finish(struct proc *p)
                 rpc_result(p->req, proc_result_json(p));
                 p->req = NULL;
         }
+        /* The result is out: what is kept of the output from now on is the spool. */
+        for (int i = 0; i < 2; i++) {
+                buf_free(&p->out[i].head);
+                free(p->out[i].tail);
+                p->out[i].tail = NULL;
+                p->out[i].head_cap = p->out[i].tail_cap = 0;
+        }
         LIST_FOREACH_SAFE(pos, tmp, &p->subs)
         {
                 struct proc_sub *s = LIST_ENTRY(pos, struct proc_sub, node);

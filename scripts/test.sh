@@ -1,6 +1,7 @@
 #!/bin/sh
-# Installs what is missing, starts the services the tests need (dockerd, sshd) and runs every
-# test: format check, unit and integration tests, then the same again under ASan/UBSan.
+# Installs what is missing, starts the services the tests need (dockerd) and runs every
+# test: format check, unit and integration tests, then the same again under ASan/UBSan, then a
+# bounded libFuzzer run of the policy parser.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -13,4 +14,6 @@ make -j"$(nproc)" all
 make check
 make -j"$(nproc)" SANITIZE=address,undefined all
 ASAN_OPTIONS=detect_leaks=1 make SANITIZE=address,undefined check
+# The policy parser under libFuzzer (with ASan/UBSan) for a bounded time.
+make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"
