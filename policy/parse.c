@@ -549,9 +549,9 @@ nest_enter(struct parser *p)
         return true;
 }
 
-/* $( … ) parsed in place. */
+/* The body of $( … ), <( … ) or >( … ): p->i is at the two-character opener. */
 static void
-p_cmdsub(struct parser *p, struct wparse *w, bool dq)
+p_paren_sub(struct parser *p, struct wparse *w, bool dq, const char *what)
 {
         size_t start = p->i;
         int lo = (int) p->ev->nunits;
@@ -567,11 +567,18 @@ p_cmdsub(struct parser *p, struct wparse *w, bool dq)
         if (p->ev->stop)
                 return;
         if (at(p, 0) != ')') {
-                parse_fail(p->ev, "parse.error", "unterminated $(");
+                parse_fail(p->ev, "parse.error", what);
                 return;
         }
         p->i++;
         sub_done(p, w, start, lo, dq);
+}
+
+/* $( … ) parsed in place. */
+static void
+p_cmdsub(struct parser *p, struct wparse *w, bool dq)
+{
+        p_paren_sub(p, w, dq, "unterminated $(");
 }
 
 static void
@@ -728,25 +735,7 @@ p_dollar(struct parser *p, struct wparse *w, bool dq)
 static void
 p_procsub(struct parser *p, struct wparse *w)
 {
-        size_t start = p->i;
-        int lo = (int) p->ev->nunits;
-        int why = 0;
-
-        p->i += 2;
-        if (nest_enter(p)) {
-                p->level++;
-                p_list(p, ST_PAREN, &why);
-                p->level--;
-        }
-        p->ev->nest--;
-        if (p->ev->stop)
-                return;
-        if (at(p, 0) != ')') {
-                parse_fail(p->ev, "parse.error", "unterminated process substitution");
-                return;
-        }
-        p->i++;
-        sub_done(p, w, start, lo, true);
+        p_paren_sub(p, w, true, "unterminated process substitution");
 }
 
 /* ---- words ---- */
