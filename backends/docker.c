@@ -9,7 +9,12 @@
 #include <unistd.h>
 
 #include "backends/docker_int.h"
+#include "backends/http1.h"
 #include "policy/policy.h"
+
+#define DOCKER_MAX_BODY         (64u << 20)
+#define DOCKER_PROBE_TIMEOUT_MS 5000  /* each of the probe's two GETs */
+#define DOCKER_LIST_TIMEOUT_MS  30000 /* the start-up listing of containers */
 
 struct docker_state docker;
 
@@ -20,8 +25,9 @@ static const char *const docker_cap_add[] = {"CHOWN",  "DAC_OVERRIDE", "FOWNER",
                                              "SETUID", "SETGID",       "KILL"};
 
 struct docker_callctx {
-        struct list link; /* in docker_calls while in flight */
-        struct http_req *req;
+        struct list link;       /* in docker_calls while in flight */
+        struct http_req *req;   /* through libcurl, or */
+        struct http1_req *lreq; /* by hand (docker_get) */
         docker_resp_cb cb;
         void *ctx;
 };
@@ -29,14 +35,24 @@ struct docker_callctx {
 /* API calls in flight: at shutdown each one is ended with an error, not dropped. */
 static struct list docker_calls = {&docker_calls, &docker_calls};
 
+/* The request target of an API path. */
+static char *
+docker_target(const char *path)
+{
+        /* _ping and version unversioned: an old daemon must still say which version it is. */
+        if (strcmp(path, "/_ping") == 0 || strcmp(path, "/version") == 0)
+                return xstrdup(path);
+        return xasprintf("/" DOCKER_API "%s", path);
+}
+
 /* The full URL of an API path. */
 static char *
 docker_url(const char *path)
 {
-        /* _ping and version unversioned: an old daemon must still say which version it is. */
-        if (strcmp(path, "/_ping") == 0 || strcmp(path, "/version") == 0)
-                return xasprintf("%s%s", docker.base_url, path);
-        return xasprintf("%s/" DOCKER_API "%s", docker.base_url, path);
+        char *t = docker_target(path), *url = xasprintf("%s%s", docker.base_url, t);
+
+        free(t);
+        return url;
 }
 
 static void
@@ -49,21 +65,63 @@ docker_spec_init(struct http_req_spec *s, const char *method, const char *url)
         s->ca_file = docker.ca_file;
         s->cert_file = docker.cert_file;
         s->key_file = docker.key_file;
-        s->max_body = 64u << 20;
+        s->max_body = DOCKER_MAX_BODY;
+}
+
+/* Ends a call: parses the body and hands it to the caller. */
+static void
+docker_call_end(struct docker_callctx *c, long status, const char *raw, size_t len,
+                const char *terr)
+{
+        json_t *body = NULL;
+
+        list_del(&c->link);
+        if (len && raw && raw[0] != '\0')
+                body = json_loadb(raw, len, JSON_DECODE_ANY, NULL);
+        c->cb(c->ctx, terr ? 0 : status, body, raw, len, terr);
+        json_decref(body);
+        free(c);
 }
 
 static void
 docker_call_done_cb(void *ctx, struct http_req *req, const struct http_result *res)
 {
-        struct docker_callctx *c = ctx;
-        json_t *body = NULL;
+        docker_call_end(ctx, res->status, res->body, res->body_len, res->error);
+}
 
-        list_del(&c->link);
-        if (res->body_len && res->body && res->body[0] != '\0')
-                body = json_loadb(res->body, res->body_len, JSON_DECODE_ANY, NULL);
-        c->cb(c->ctx, res->error ? 0 : res->status, body, res->body, res->body_len, res->error);
-        json_decref(body);
-        free(c);
+static void
+docker_get_done_cb(void *ctx, const struct http1_result *res)
+{
+        docker_call_end(ctx, res->status, res->body, res->body_len, res->error);
+}
+
+/* A GET over the Unix socket without libcurl, so that probing and listing at start-up do not
+ * initialise libcurl and OpenSSL in a daemon that may never create a container; over tcp (TLS)
+ * it is a docker_call (whose timeout is libcurl's connect timeout). */
+static int
+docker_get(const char *path, unsigned timeout_ms, docker_resp_cb cb, void *ctx)
+{
+        struct docker_callctx *c;
+        char *target;
+        int rc;
+
+        if (!docker.sock_path)
+                return docker_call("GET", path, NULL, NULL, 0, NULL, cb, ctx);
+        if (!docker.initialised)
+                return -ENOTCONN;
+        c = xcalloc(1, sizeof(*c));
+        c->cb = cb;
+        c->ctx = ctx;
+        target = docker_target(path);
+        list_add_tail(&docker_calls, &c->link);
+        rc = http1_get(docker.loop, docker.sock_path, "docker", target, DOCKER_MAX_BODY, timeout_ms,
+                       docker_get_done_cb, c, &c->lreq);
+        if (rc < 0) {
+                list_del(&c->link);
+                free(c);
+        }
+        free(target);
+        return rc;
 }
 
 /* Starts one buffered JSON API call. */
@@ -462,7 +520,10 @@ docker_shutdown(void)
                 struct docker_callctx *c =
                         LIST_ENTRY(docker_calls.next, struct docker_callctx, link);
                 list_del(&c->link);
-                http_cancel(c->req);
+                if (c->lreq)
+                        http1_cancel(c->lreq);
+                else
+                        http_cancel(c->req);
                 c->cb(c->ctx, 0, NULL, NULL, 0, "the daemon is shutting down");
                 free(c);
         }
@@ -536,7 +597,7 @@ docker_ping_cb(void *ctx, long status, json_t *body, const char *raw, size_t len
                 docker_probe_fail(pr, terr);
                 return;
         }
-        if (docker_call("GET", "/version", NULL, NULL, 0, NULL, docker_version_cb, pr) < 0)
+        if (docker_get("/version", DOCKER_PROBE_TIMEOUT_MS, docker_version_cb, pr) < 0)
                 docker_probe_fail(pr, "cannot start a request");
 }
 
@@ -552,7 +613,7 @@ docker_probe(void *ctx, backend_probe_cb cb)
                 free(pr);
                 return;
         }
-        if (docker_call("GET", "/_ping", NULL, NULL, 0, NULL, docker_ping_cb, pr) < 0)
+        if (docker_get("/_ping", DOCKER_PROBE_TIMEOUT_MS, docker_ping_cb, pr) < 0)
                 docker_probe_fail(pr, "cannot start a request");
 }
 
@@ -1480,7 +1541,7 @@ docker_reap_orphans(const char *const *known_ids, void *ctx,
         js = json_dumps(f, JSON_COMPACT);
         q = http_escape(js);
         path = xasprintf("/containers/json?all=1&filters=%s", q);
-        if (docker_call("GET", path, NULL, NULL, 0, NULL, docker_reap_list_cb, rl) < 0)
+        if (docker_get(path, DOCKER_LIST_TIMEOUT_MS, docker_reap_list_cb, rl) < 0)
                 docker_reap_list_cb(rl, 0, NULL, NULL, 0, "docker backend not initialised");
         free(path);
         free(q);

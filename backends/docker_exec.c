@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/docker_int.h"
+#include "backends/http1.h"
 
 #define DX_HELPER_MAX_OUT (64u << 20)
 #define DX_HS_MAX         (64u << 10)
@@ -309,19 +310,19 @@ dx_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 static int
 dx_handshake(struct backend_proc *p)
 {
-        char *end = memmem(p->hs.data, p->hs.len, "\r\n\r\n", 4);
-        int code = 0;
+        struct http1_head h;
+        int rc = http1_parse_head(p->hs.data, p->hs.len, DX_HS_MAX, &h);
 
-        if (!end)
-                return p->hs.len > DX_HS_MAX ? -1 : 0;
-        if (sscanf(p->hs.data, "HTTP/1.%*d %d", &code) != 1 || (code != 101 && code != 200)) {
+        if (rc == 0)
+                return 0;
+        if (rc < 0 || (h.status != 101 && h.status != 200)) {
                 char *msg = xasprintf("docker exec start failed: %.*s", (int) MIN(p->hs.len, 300u),
                                       p->hs.data);
                 dx_fail(p, msg);
                 free(msg);
                 return -1;
         }
-        size_t hlen = (size_t) (end + 4 - p->hs.data);
+        size_t hlen = h.head_len;
         p->phase = DX_STREAM;
         dx_flush_stdin(p);
         if (p->hs.len > hlen)

@@ -45,6 +45,7 @@ struct http_sock {
 };
 
 static struct http_multi *http_multis;
+static bool http_global_done;
 
 static void http_action(struct http_multi *m, curl_socket_t fd, int flags);
 
@@ -255,11 +256,10 @@ http_multi_free_cb(uv_handle_t *h)
         free(h->data);
 }
 
-/* Returns the loop's multi handle, creating it on first use. */
+/* Returns the loop's multi handle, creating it on first use (without libcurl yet). */
 struct http_multi *
 http_multi_acquire(uv_loop_t *loop)
 {
-        static bool global_done;
         struct http_multi *m;
 
         for (m = http_multis; m; m = m->next) {
@@ -268,25 +268,46 @@ http_multi_acquire(uv_loop_t *loop)
                         return m;
                 }
         }
-        if (!global_done) {
-                curl_global_init(CURL_GLOBAL_DEFAULT);
-                global_done = true;
-        }
         m = xcalloc(1, sizeof(*m));
         m->loop = loop;
         m->refs = 1;
+        uv_timer_init(loop, &m->timer);
+        m->timer.data = m;
+        m->next = http_multis;
+        http_multis = m;
+        return m;
+}
+
+/* Sets libcurl up at the first request, not at start-up: its global init loads and touches
+ * OpenSSL (megabytes of RSS) that a daemon which never talks to an HTTP API does not need.
+ * Doing it here, late, is safe: curl_global_init is not thread-safe in every libcurl build
+ * (CURL_VERSION_THREADSAFE), but libcurl is only ever
+ * called from the loop thread (the daemon's other threads are libuv's thread pool, which runs
+ * file-system work and never calls libcurl). */
+static void
+http_multi_start(struct http_multi *m)
+{
+        if (m->multi)
+                return;
+        if (!http_global_done) {
+                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                        abort();
+                http_global_done = true;
+        }
         m->multi = curl_multi_init();
         if (!m->multi)
                 abort();
-        uv_timer_init(loop, &m->timer);
-        m->timer.data = m;
         curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, http_socket_cb);
         curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);
         curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, http_timer_fn);
         curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
-        m->next = http_multis;
-        http_multis = m;
-        return m;
+}
+
+/* Whether libcurl's global state has been set up (by a request) in this process. */
+bool
+http_curl_initialised(void)
+{
+        return http_global_done;
 }
 
 /* Drops a reference; the last one tears everything down without callbacks. */
@@ -307,7 +328,8 @@ http_multi_release(struct http_multi *m)
         while (m->reqs)
                 http_req_free(m->reqs);
         /* May call the socket callback (REMOVE) for cached connections: the loop is alive. */
-        curl_multi_cleanup(m->multi);
+        if (m->multi)
+                curl_multi_cleanup(m->multi);
         uv_timer_stop(&m->timer);
         uv_close((uv_handle_t *) &m->timer, http_multi_free_cb);
 }
@@ -362,6 +384,7 @@ http_request(struct http_multi *m, const struct http_req_spec *spec, const struc
 
         if (!m || m->dead || !spec->url)
                 return -EINVAL;
+        http_multi_start(m);
         r = xcalloc(1, sizeof(*r));
         r->m = m;
         r->cbs = *cbs;

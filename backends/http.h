@@ -7,8 +7,10 @@
  * certificates (ca_file/cert_file/key_file, as in DOCKER_CERT_PATH).
  *
  * Threading: everything on the loop thread; callbacks are delivered on the loop thread.
- * curl_global_init() must have run before the first http_multi_acquire() (it is called there
- * once if the daemon did not).
+ * libcurl is set up lazily: curl_global_init() runs at the first http_request() (never at
+ * start-up, so an idle daemon does not load OpenSSL's state), which is safe because no thread
+ * but the loop thread ever calls libcurl. curl_global_cleanup() is never called: the process
+ * exit frees it.
  */
 #ifndef SANDBOXD_HTTP_H
 #define SANDBOXD_HTTP_H
@@ -68,6 +70,9 @@ long http_req_status(struct http_req *req);
 /* Stops / restarts delivering on_data (backpressure). */
 void http_pause(struct http_req *req);
 void http_resume(struct http_req *req);
+
+/* Whether curl_global_init() has run in this process (a request was made). */
+bool http_curl_initialised(void);
 
 /* Percent-encodes s for a URL query or path segment (new). */
 char *http_escape(const char *s);

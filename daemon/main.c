@@ -3,7 +3,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -524,8 +523,7 @@ main(int argc, char **argv)
         bool verbose = false;
 
         util_json_alloc_init();
-        /* Before any thread exists (libcurl's global state is not thread-safe to set up). */
-        curl_global_init(CURL_GLOBAL_DEFAULT);
+        /* libcurl is set up at the first HTTP request (backends/http.c), not here. */
         if (main_parse_args(argc, argv, &socket_arg, &verbose) < 0)
                 return 64;
         if (check_config_only)

@@ -19,6 +19,7 @@
 
 #include "backends/docker.h"
 #include "backends/docker_int.h"
+#include "backends/http.h"
 #include "backends/shell.h"
 #include "policy/policy.h"
 #include "protocol/util.h"
@@ -300,6 +301,7 @@ run_free(struct run *r)
 struct probed {
         bool done, available;
         json_t *details;
+        char reason[256];
 };
 
 static void
@@ -310,6 +312,7 @@ probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t
         p->done = true;
         p->available = available;
         p->details = details;
+        snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
 }
 
 START_TEST(test_probe)
@@ -322,6 +325,8 @@ START_TEST(test_probe)
         ck_assert(p.available);
         ck_assert_ptr_nonnull(json_string_value(json_object_get(p.details, "api_version")));
         ck_assert_ptr_nonnull(json_string_value(json_object_get(p.details, "server_version")));
+        /* The probe speaks HTTP by hand: an idle daemon does not set up libcurl/OpenSSL. */
+        ck_assert(!http_curl_initialised());
         json_decref(p.details);
         backend_down();
 }
@@ -335,6 +340,9 @@ START_TEST(test_probe_no_daemon)
         ops->probe(&p, probe_cb);
         run_until(&p.done);
         ck_assert(!p.available);
+        ck_assert_str_eq(
+                p.reason,
+                "the Docker daemon is not running (no socket at /nonexistent/docker.sock)");
         json_decref(p.details);
         backend_down();
 }
@@ -981,7 +989,17 @@ fake_serve(int fd)
         if (n <= 0)
                 return;
         req[n] = '\0';
-        if (strstr(req, "GET /v1.41/images/tiny/json"))
+        if (strstr(req, "GET /_ping HTTP/1.1\r\n"))
+                fake_reply(fd, "200 OK", "OK");
+        else if (strstr(req, "GET /version HTTP/1.1\r\n")) {
+                /* Chunked, as dockerd (Go net/http) sends a body of unknown length. */
+                const char *r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n"
+                                "11\r\n{\"ApiVersion\":\"1.\r\n"
+                                "1d\r\n43\",\"Version\":\"24.0.99-fake\"}\r\n0\r\n\r\n";
+                if (write(fd, r, strlen(r)) < 0)
+                        _exit(2);
+        } else if (strstr(req, "GET /v1.41/images/tiny/json"))
                 fake_reply(fd, "404 Not Found", "{\"message\":\"No such image\"}");
         else if (strstr(req, "POST /v1.41/images/create?fromImage=tiny&tag=latest")) {
                 const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -1057,6 +1075,31 @@ START_TEST(test_pull_progress_fake)
 }
 END_TEST
 
+START_TEST(test_probe_fake)
+{
+        char path[64], cfg[128];
+        struct probed p = {0};
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
+        pid = fake_start(path);
+        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\"}", path);
+        backend_up(cfg);
+        ops->probe(&p, probe_cb);
+        run_until(&p.done);
+        ck_assert_msg(p.available, "%s", p.reason);
+        ck_assert_str_eq(json_string_value(json_object_get(p.details, "api_version")), "1.43");
+        ck_assert_str_eq(json_string_value(json_object_get(p.details, "server_version")),
+                         "24.0.99-fake");
+        ck_assert(!http_curl_initialised());
+        json_decref(p.details);
+        backend_down();
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        unlink(path);
+}
+END_TEST
+
 static Suite *
 docker_suite(void)
 {
@@ -1084,6 +1127,7 @@ docker_suite(void)
         tcase_add_test(tc, test_shell_state);
         tcase_add_test(tc, test_pty_and_resize);
         tcase_add_test(tc, test_pull_progress_fake);
+        tcase_add_test(tc, test_probe_fake);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <uv.h>
 
 #include "backends/http.h"
+#include "backends/http1.h"
 #include "protocol/util.h"
 
 static uv_loop_t loop;
@@ -28,6 +30,13 @@ srv_reply(int fd, const char *status, const char *body, size_t len)
                          status, len);
 
         if (write(fd, hdr, (size_t) n) < 0 || (len && write(fd, body, len) < 0))
+                _exit(2);
+}
+
+static void
+srv_raw(int fd, const char *s)
+{
+        if (write(fd, s, strlen(s)) < 0)
                 _exit(2);
 }
 
@@ -60,8 +69,18 @@ srv_handle(int fd)
                 memset(b, 'x', 1 << 20);
                 srv_reply(fd, "200 OK", b, 1 << 20);
                 free(b);
+        } else if (strncmp(req, "GET /chunked ", 13) == 0) {
+                srv_raw(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "5;ext=1\r\nhello\r\n");
+                srv_raw(fd, "7\r\n, world\r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n");
+        } else if (strncmp(req, "GET /nolen ", 11) == 0) {
+                srv_raw(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil eof");
+        } else if (strncmp(req, "GET /truncated ", 15) == 0) {
+                srv_raw(fd, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort");
         } else if (strncmp(req, "GET /hang ", 10) == 0) {
-                pause();
+                /* Until the client goes away (not pause(): the child would outlive the test). */
+                while (read(fd, req, sizeof(req)) > 0)
+                        ;
         } else {
                 srv_reply(fd, "404 Not Found", "nope", 4);
         }
@@ -184,6 +203,7 @@ START_TEST(test_get_buffered)
         ck_assert_int_eq(x.status, 200);
         ck_assert_int_eq(x.curl_code, 0);
         ck_assert_str_eq(x.body.data, "hello");
+        ck_assert(http_curl_initialised());
         buf_free(&x.body);
         finish(m);
 }
@@ -239,10 +259,21 @@ START_TEST(test_body_limit)
 }
 END_TEST
 
+/* A request of either client to cancel from a timer. */
+struct to_cancel {
+        struct http_req *req;
+        struct http1_req *req1;
+};
+
 static void
 cancel_timer_cb(uv_timer_t *t)
 {
-        http_cancel(t->data);
+        struct to_cancel *c = t->data;
+
+        if (c->req)
+                http_cancel(c->req);
+        else
+                http1_cancel(c->req1);
         uv_close((uv_handle_t *) t, NULL);
 }
 
@@ -250,14 +281,14 @@ START_TEST(test_cancel_pending)
 {
         struct http_multi *m = http_multi_acquire(&loop);
         struct res x = {0}, y = {0};
-        struct http_req *req = NULL;
+        struct to_cancel c = {0};
         uv_timer_t t;
 
-        request(m, "GET", "/hang", NULL, &buffered, &x, &req);
+        request(m, "GET", "/hang", NULL, &buffered, &x, &c.req);
         request(m, "GET", "/hello", NULL, &buffered, &y, NULL);
         run_until(&y.done);
         uv_timer_init(&loop, &t);
-        t.data = req;
+        t.data = &c;
         uv_timer_start(&t, cancel_timer_cb, 0, 0);
         uv_run(&loop, UV_RUN_DEFAULT); /* ends only if the cancel released everything */
         ck_assert(!x.done);
@@ -288,9 +319,156 @@ START_TEST(test_shared_multi_and_escape)
 
         ck_assert_ptr_eq(a, b);
         ck_assert_str_eq(e, "a%20b/c%3Fd%3D%22e%22");
+        /* libcurl is set up by the first request, not by acquiring the handle. */
+        ck_assert(!http_curl_initialised());
         free(e);
         http_multi_release(b);
         finish(a);
+}
+END_TEST
+
+/* ---- http1: the hand-written client ---- */
+
+struct res1 {
+        bool done;
+        int status;
+        char error[128];
+        struct buf body;
+};
+
+static void
+done1_cb(void *ctx, const struct http1_result *r)
+{
+        struct res1 *x = ctx;
+
+        x->done = true;
+        x->status = r->status;
+        snprintf(x->error, sizeof(x->error), "%s", r->error ? r->error : "");
+        if (r->body)
+                buf_append(&x->body, r->body, r->body_len);
+}
+
+static void
+get1(const char *sock, const char *target, size_t max_body, unsigned timeout_ms, struct res1 *x)
+{
+        ck_assert_int_eq(
+                http1_get(&loop, sock, "docker", target, max_body, timeout_ms, done1_cb, x, NULL),
+                0);
+        run_until(&x->done);
+}
+
+static void
+finish1(void)
+{
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+
+START_TEST(test_http1_bodies)
+{
+        static const struct {
+                const char *target;
+                int status;
+                const char *body;
+        } cases[] = {
+                {"/hello", 200, "hello"},
+                {"/chunked", 200, "hello, world0123456789"},
+                {"/nolen", 200, "until eof"},
+                {"/missing", 404, "nope"},
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct res1 x = {0};
+                get1(sock_path, cases[i].target, 1000, 5000, &x);
+                ck_assert_msg(!x.error[0], "%s: %s", cases[i].target, x.error);
+                ck_assert_int_eq(x.status, cases[i].status);
+                ck_assert_str_eq(x.body.data, cases[i].body);
+                buf_free(&x.body);
+        }
+        ck_assert(!http_curl_initialised());
+        finish1();
+}
+END_TEST
+
+START_TEST(test_http1_failures)
+{
+        static const struct {
+                const char *sock, *target;
+                size_t max_body;
+                unsigned timeout_ms;
+                const char *error;
+        } cases[] = {
+                {NULL, "/big", 1000, 5000, "answer too large"},
+                {NULL, "/truncated", 1000, 5000, "malformed or truncated HTTP answer"},
+                {NULL, "/hang", 1000, 50, "connection timed out"},
+                {"/nonexistent/docker.sock", "/_ping", 1000, 5000, "no such file or directory"},
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct res1 x = {0};
+                get1(cases[i].sock ? cases[i].sock : sock_path, cases[i].target, cases[i].max_body,
+                     cases[i].timeout_ms, &x);
+                ck_assert_int_eq(x.status, 0);
+                ck_assert_str_eq(x.error, cases[i].error);
+                ck_assert_ptr_null(x.body.data);
+        }
+        ck_assert_int_eq(
+                http1_get(&loop, sock_path, "docker", "/a b", 10, 10, done1_cb, NULL, NULL),
+                -EINVAL);
+        finish1();
+}
+END_TEST
+
+START_TEST(test_http1_cancel)
+{
+        struct res1 x = {0};
+        struct to_cancel c = {0};
+        uv_timer_t t;
+
+        ck_assert_int_eq(
+                http1_get(&loop, sock_path, "docker", "/hang", 10, 60000, done1_cb, &x, &c.req1),
+                0);
+        uv_timer_init(&loop, &t);
+        t.data = &c;
+        uv_timer_start(&t, cancel_timer_cb, 20, 0);
+        finish1(); /* ends only if the cancel closed everything */
+        ck_assert(!x.done);
+}
+END_TEST
+
+START_TEST(test_http1_parse_head)
+{
+        static const struct {
+                const char *in;
+                size_t max;
+                int rc, status;
+                long long content_len;
+                bool chunked;
+        } cases[] = {
+                {"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nbody", 100, 1, 200, 12, false},
+                {"HTTP/1.0 101 Switching\r\nupgrade: tcp\r\n\r\n", 100, 1, 101, -1, false},
+                {"HTTP/1.1 200 OK\r\ntransfer-encoding:  Chunked \r\n\r\n", 100, 1, 200, -1, true},
+                {"HTTP/1.1 204\r\n\r\n", 100, 1, 204, -1, false},
+                {"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n", 100, 0, 0, 0, false},
+                {"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n", 20, -EMSGSIZE, 0, 0, false},
+                {"HTTP/2 200 OK\r\n\r\n", 100, -EBADMSG, 0, 0, false},
+                {"HTTP/1.1 2x0 OK\r\n\r\n", 100, -EBADMSG, 0, 0, false},
+                {"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 100, -EBADMSG, 0, 0, false},
+                {"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", 100, -EBADMSG, 0, 0, false},
+                {"garbage\r\n\r\n", 100, -EBADMSG, 0, 0, false},
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct http1_head h = {0};
+                int rc = http1_parse_head(cases[i].in, strlen(cases[i].in), cases[i].max, &h);
+                ck_assert_msg(rc == cases[i].rc, "case %zu: rc %d", i, rc);
+                if (rc <= 0)
+                        continue;
+                ck_assert_int_eq(h.status, cases[i].status);
+                ck_assert_int_eq(h.content_len, cases[i].content_len);
+                ck_assert_int_eq(h.chunked, cases[i].chunked);
+                ck_assert_ptr_eq(strstr(cases[i].in, "\r\n\r\n") + 4, cases[i].in + h.head_len);
+        }
 }
 END_TEST
 
@@ -308,6 +486,10 @@ http_suite(void)
         tcase_add_test(tc, test_cancel_pending);
         tcase_add_test(tc, test_connect_refused);
         tcase_add_test(tc, test_shared_multi_and_escape);
+        tcase_add_test(tc, test_http1_bodies);
+        tcase_add_test(tc, test_http1_failures);
+        tcase_add_test(tc, test_http1_cancel);
+        tcase_add_test(tc, test_http1_parse_head);
         suite_add_tcase(s, tc);
         return s;
 }
