@@ -24,6 +24,9 @@ CC        ?= cc
 PKG_CONFIG ?= pkg-config
 VERSION   := 0.1.0
 PKGS      := libuv jansson libcurl libssh libsystemd inih
+# Linked: libcurl is loaded with dlopen on first use (backends/http.c) and libssh has no user
+# yet, so neither (nor their TLS stacks) weighs on a daemon that does not need them.
+LINK_PKGS := libuv jansson libsystemd inih
 CHECK_PKG := check
 
 ifeq ($(SANITIZE),)
@@ -40,7 +43,7 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wmissing-prot
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -D_GNU_SOURCE \
              -DSANDBOXD_VERSION='"$(VERSION)"' -I. $(shell $(PKG_CONFIG) --cflags $(PKGS))
-LIBS      := $(shell $(PKG_CONFIG) --libs $(PKGS)) -lutil
+LIBS      := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS)) -lutil -ldl
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(CHECK_PKG) 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs $(CHECK_PKG) 2>/dev/null)
 LDFLAGS   ?=

@@ -1,12 +1,111 @@
 /* http.c — libcurl multi-socket API on libuv (uv_poll_t per socket + one uv_timer_t). */
 #include "backends/http.h"
 
+/* The type-checking macros of <curl/curl.h> would clash with the dlopen indirection below. */
+#define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "protocol/util.h"
+
+/* libcurl is loaded with dlopen() on the first request rather than linked: with it come
+ * OpenSSL, GnuTLS, Kerberos, LDAP and RTMP (its dependencies), megabytes of RSS that a daemon
+ * which never calls an HTTP API should not carry. Every libcurl function this file uses goes
+ * through this table, with the exact types of <curl/curl.h>. */
+static struct {
+        void *handle;
+        __typeof__(curl_global_init) *global_init;
+        __typeof__(curl_easy_init) *easy_init;
+        __typeof__(curl_easy_setopt) *easy_setopt;
+        __typeof__(curl_easy_getinfo) *easy_getinfo;
+        __typeof__(curl_easy_pause) *easy_pause;
+        __typeof__(curl_easy_cleanup) *easy_cleanup;
+        __typeof__(curl_easy_strerror) *easy_strerror;
+        __typeof__(curl_multi_init) *multi_init;
+        __typeof__(curl_multi_setopt) *multi_setopt;
+        __typeof__(curl_multi_assign) *multi_assign;
+        __typeof__(curl_multi_add_handle) *multi_add_handle;
+        __typeof__(curl_multi_remove_handle) *multi_remove_handle;
+        __typeof__(curl_multi_socket_action) *multi_socket_action;
+        __typeof__(curl_multi_info_read) *multi_info_read;
+        __typeof__(curl_multi_cleanup) *multi_cleanup;
+        __typeof__(curl_slist_append) *slist_append;
+        __typeof__(curl_slist_free_all) *slist_free_all;
+} curl_dl;
+
+#define HTTP_CURL_SONAME "libcurl.so.4"
+
+static const struct {
+        const char *name;
+        size_t offset;
+} curl_dl_syms[] = {
+#define CURL_DL_SYM(field, sym) {#sym, offsetof(__typeof__(curl_dl), field)}
+        CURL_DL_SYM(global_init, curl_global_init),
+        CURL_DL_SYM(easy_init, curl_easy_init),
+        CURL_DL_SYM(easy_setopt, curl_easy_setopt),
+        CURL_DL_SYM(easy_getinfo, curl_easy_getinfo),
+        CURL_DL_SYM(easy_pause, curl_easy_pause),
+        CURL_DL_SYM(easy_cleanup, curl_easy_cleanup),
+        CURL_DL_SYM(easy_strerror, curl_easy_strerror),
+        CURL_DL_SYM(multi_init, curl_multi_init),
+        CURL_DL_SYM(multi_setopt, curl_multi_setopt),
+        CURL_DL_SYM(multi_assign, curl_multi_assign),
+        CURL_DL_SYM(multi_add_handle, curl_multi_add_handle),
+        CURL_DL_SYM(multi_remove_handle, curl_multi_remove_handle),
+        CURL_DL_SYM(multi_socket_action, curl_multi_socket_action),
+        CURL_DL_SYM(multi_info_read, curl_multi_info_read),
+        CURL_DL_SYM(multi_cleanup, curl_multi_cleanup),
+        CURL_DL_SYM(slist_append, curl_slist_append),
+        CURL_DL_SYM(slist_free_all, curl_slist_free_all),
+#undef CURL_DL_SYM
+};
+
+/* Loads libcurl once; 0, or -ELIBACC when it or one of its functions is missing. */
+static int
+curl_dl_load(void)
+{
+        if (curl_dl.handle)
+                return 0;
+        void *h = dlopen(HTTP_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+        if (!h)
+                return -ELIBACC;
+        for (size_t i = 0; i < ARRAY_SIZE(curl_dl_syms); i++) {
+                void *f = dlsym(h, curl_dl_syms[i].name);
+                if (!f) {
+                        dlclose(h);
+                        return -ELIBACC;
+                }
+                memcpy((char *) &curl_dl + curl_dl_syms[i].offset, &f, sizeof(f));
+        }
+        curl_dl.handle = h;
+        return 0;
+}
+
+/* <curl/curl.h> wraps these three in argument-count macros; the table replaces them. */
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+#undef curl_multi_setopt
+#define curl_global_init         (*curl_dl.global_init)
+#define curl_easy_init           (*curl_dl.easy_init)
+#define curl_easy_setopt         (*curl_dl.easy_setopt)
+#define curl_easy_getinfo        (*curl_dl.easy_getinfo)
+#define curl_easy_pause          (*curl_dl.easy_pause)
+#define curl_easy_cleanup        (*curl_dl.easy_cleanup)
+#define curl_easy_strerror       (*curl_dl.easy_strerror)
+#define curl_multi_init          (*curl_dl.multi_init)
+#define curl_multi_setopt        (*curl_dl.multi_setopt)
+#define curl_multi_assign        (*curl_dl.multi_assign)
+#define curl_multi_add_handle    (*curl_dl.multi_add_handle)
+#define curl_multi_remove_handle (*curl_dl.multi_remove_handle)
+#define curl_multi_socket_action (*curl_dl.multi_socket_action)
+#define curl_multi_info_read     (*curl_dl.multi_info_read)
+#define curl_multi_cleanup       (*curl_dl.multi_cleanup)
+#define curl_slist_append        (*curl_dl.slist_append)
+#define curl_slist_free_all      (*curl_dl.slist_free_all)
 
 #define HTTP_DEFAULT_MAX_BODY (16u << 20)
 
@@ -284,12 +383,14 @@ http_multi_acquire(uv_loop_t *loop)
  * (CURL_VERSION_THREADSAFE), but libcurl is only ever
  * called from the loop thread (the daemon's other threads are libuv's thread pool, which runs
  * file-system work and never calls libcurl). */
-static void
+static int
 http_multi_start(struct http_multi *m)
 {
         if (m->multi)
-                return;
+                return 0;
         if (!http_global_done) {
+                if (curl_dl_load() < 0)
+                        return -ELIBACC;
                 if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                         abort();
                 http_global_done = true;
@@ -301,6 +402,7 @@ http_multi_start(struct http_multi *m)
         curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);
         curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, http_timer_fn);
         curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
+        return 0;
 }
 
 /* Whether libcurl's global state has been set up (by a request) in this process. */
@@ -384,7 +486,8 @@ http_request(struct http_multi *m, const struct http_req_spec *spec, const struc
 
         if (!m || m->dead || !spec->url)
                 return -EINVAL;
-        http_multi_start(m);
+        if (http_multi_start(m) < 0)
+                return -ELIBACC; /* libcurl.so.4 missing: "cannot access a needed shared library" */
         r = xcalloc(1, sizeof(*r));
         r->m = m;
         r->cbs = *cbs;

@@ -82,6 +82,7 @@ struct proc_waiter {
 
 struct proc {
         struct list node;
+        struct list lnode; /* in proc_live_list until it ends */
         struct list qnode; /* in sandbox->shell_queue while waiting for the shell */
         bool holds_shell;
         int refs;
@@ -118,6 +119,10 @@ struct proc {
 };
 
 static struct list proc_all = {&proc_all, &proc_all};
+/* The processes not yet ended: the per-uid limit is checked on every exec, and walking the
+ * thousands of exited processes kept for process.read there would make execs slower as they
+ * accumulate. */
+static struct list proc_live_list = {&proc_live_list, &proc_live_list};
 static uv_timer_t proc_gc_timer;
 static char *proc_spool_dir;
 static const char *proc_shell;
@@ -190,6 +195,7 @@ static void
 proc_forget(struct proc *p)
 {
         list_del(&p->node);
+        list_del(&p->lnode);
         uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
 }
 
@@ -211,6 +217,14 @@ proc_live(const struct proc *p)
         return p->state < PROC_EXITED;
 }
 
+/* Marks p exited or failed and takes it off the live list. */
+static void
+proc_set_ended(struct proc *p, enum proc_state state)
+{
+        p->state = state;
+        list_del(&p->lnode);
+}
+
 /* Number of processes not yet ended. */
 unsigned
 proc_running_count(void)
@@ -218,24 +232,21 @@ proc_running_count(void)
         struct list *pos, *tmp;
         unsigned n = 0;
 
-        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
-        {
-                if (proc_live(LIST_ENTRY(pos, struct proc, node)))
-                        n++;
-        }
+        LIST_FOREACH_SAFE(pos, tmp, &proc_live_list)
+        n++;
         return n;
 }
 
+/* Processes of uid not yet ended. */
 static unsigned
-proc_count_uid(uid_t uid, bool live)
+proc_running_uid(uid_t uid)
 {
         struct list *pos, *tmp;
         unsigned n = 0;
 
-        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        LIST_FOREACH_SAFE(pos, tmp, &proc_live_list)
         {
-                struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                if (p->owner == uid && proc_live(p) == live)
+                if (LIST_ENTRY(pos, struct proc, lnode)->owner == uid)
                         n++;
         }
         return n;
@@ -702,7 +713,7 @@ proc_exit_cb(void *ctx, const struct exec_exit *ex)
                 proc_unref(p); /* the backend's reference */
                 return;
         }
-        p->state = PROC_EXITED;
+        proc_set_ended(p, PROC_EXITED);
         p->exit_code = ex->exit_code;
         p->sig = ex->signal;
         p->oom = ex->oom_killed;
@@ -739,7 +750,7 @@ proc_drop_subs(struct proc *p)
 static void
 proc_fail(struct proc *p, struct sbx_error *err)
 {
-        p->state = PROC_FAILED;
+        proc_set_ended(p, PROC_FAILED);
         proc_drop_subs(p);
         proc_release_shell(p);
         if (p->req) {
@@ -770,7 +781,7 @@ proc_start_failed(struct proc *p, struct sbx_error *err)
         proc_output_cb(p, BACKEND_STDERR, m, strlen(m));
         free(m);
         sbx_error_clear(err);
-        p->state = PROC_EXITED;
+        proc_set_ended(p, PROC_EXITED);
         p->exit_code = 125;
         proc_finish(p);
 }
@@ -1099,7 +1110,7 @@ proc_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
                 sbx_error_move(&e, err);
                 sbx_error_prefix(&e, "default sandbox");
                 /* No sandbox: pretend it never existed. */
-                p->state = PROC_FAILED;
+                proc_set_ended(p, PROC_FAILED);
                 proc_drop_subs(p);
                 rpc_error(p->req, &e);
                 p->req = NULL;
@@ -1249,6 +1260,7 @@ proc_new(uid_t owner)
         list_init(&p->subs);
         list_init(&p->waiters);
         list_init(&p->qnode);
+        list_add_tail(&proc_live_list, &p->lnode);
         uv_timer_init(g.loop, &p->timer);
         p->timer.data = p;
         list_add_tail(&proc_all, &p->node);
@@ -1279,7 +1291,7 @@ proc_check_limits(uid_t uid, struct sbx_error *err)
                               "the daemon is shutting down and accepts no new execs");
                 return -1;
         }
-        if (proc_count_uid(uid, true) >= g.config->max_processes_per_uid) {
+        if (proc_running_uid(uid) >= g.config->max_processes_per_uid) {
                 sbx_error_limit(
                         err, "max_processes_per_uid", (long long) g.config->max_processes_per_uid,
                         "limit reached: uid %u has %llu processes running "
@@ -1318,7 +1330,7 @@ method_exec(struct rpc_req *req)
         }
         p = proc_new(uid);
         if (proc_parse(p, req->params, &err) < 0) {
-                p->state = PROC_FAILED;
+                proc_set_ended(p, PROC_FAILED);
                 list_del(&p->node);
                 list_init(&p->node);
                 uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
@@ -1878,21 +1890,57 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
         uv_timer_start(&k->timer, proc_killall_tick_cb, 0, 20);
 }
 
+struct proc_uid_count {
+        uid_t uid;
+        uint64_t exited;
+};
+
+/* The counter of uid in counts (grown as needed). */
+static uint64_t *
+proc_uid_slot(struct proc_uid_count **counts, size_t *n, uid_t uid)
+{
+        for (size_t i = 0; i < *n; i++)
+                if ((*counts)[i].uid == uid)
+                        return &(*counts)[i].exited;
+        *counts = xrealloc(*counts, (*n + 1) * sizeof(**counts));
+        (*counts)[*n].uid = uid;
+        (*counts)[*n].exited = 0;
+        return &(*counts)[(*n)++].exited;
+}
+
+/* Forgets exited processes past exited_retention_s, then the oldest of any uid that keeps more
+ * than max_exited_per_uid. Linear: one pass to count, one to evict (oldest first). */
 static void
 proc_gc_cb(uv_timer_t *t)
 {
         struct list *pos, *tmp;
         uint64_t now = util_wall_ms();
+        struct proc_uid_count *counts = NULL;
+        size_t n = 0;
 
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
                 if (p->state != PROC_EXITED)
                         continue;
-                if (now - p->ended_wall >= g.config->exited_retention_s * 1000 ||
-                    proc_count_uid(p->owner, false) > g.config->max_exited_per_uid)
+                if (now - p->ended_wall >= g.config->exited_retention_s * 1000)
                         proc_forget(p);
+                else
+                        (*proc_uid_slot(&counts, &n, p->owner))++;
         }
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                uint64_t *c;
+                if (p->state != PROC_EXITED)
+                        continue;
+                c = proc_uid_slot(&counts, &n, p->owner);
+                if (*c > g.config->max_exited_per_uid) {
+                        proc_forget(p);
+                        (*c)--;
+                }
+        }
+        free(counts);
 }
 
 static const char *
