@@ -42,7 +42,10 @@ static const struct {
         const char *name;
         size_t offset;
 } curl_dl_syms[] = {
-#define CURL_DL_SYM(field, sym) {#sym, offsetof(__typeof__(curl_dl), field)}
+#define CURL_DL_SYM(field, sym)                                                                    \
+        {                                                                                          \
+#sym, offsetof(__typeof__(curl_dl), field)                                         \
+        }
         CURL_DL_SYM(global_init, curl_global_init),
         CURL_DL_SYM(easy_init, curl_easy_init),
         CURL_DL_SYM(easy_setopt, curl_easy_setopt),
