@@ -1658,7 +1658,8 @@ h_docker(struct eval *ev, int k, const struct word *av, size_t ac)
                                 (podman && streq(s, "-r"));
                 if (redirect)
                         analyze_add(ev, k, "docker.daemon-redirect", join(ev, av, ac), s);
-                bool val = (s[1] != '-' && strchr("Hcl", s[1]) && s[2] == '\0') ||
+                /* s[1] may be the terminator ("-"): strchr would find it in any string. */
+                bool val = (s[1] && s[1] != '-' && strchr("Hcl", s[1]) && s[2] == '\0') ||
                            (s[1] == '-' && !strchr(s, '=') && in_list(s + 2, lv));
                 i += val ? 2 : 1;
         }

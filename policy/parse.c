@@ -850,7 +850,7 @@ p_word_raw(struct parser *p, struct wparse *w)
                                 break;
                         break;
                 }
-                if (strchr("@!+*?", c) && at(p, 1) == '(') {
+                if (c && strchr("@!+*?", c) && at(p, 1) == '(') {
                         p_extglob(p, w);
                         continue;
                 }
@@ -1453,7 +1453,7 @@ p_dbracket(struct parser *p)
                 if (c == '\n') {
                         p->i++;
                         read_heredocs(p);
-                } else if (strchr("&|<>()!;", c)) {
+                } else if (c && strchr("&|<>()!;", c)) {
                         p->i++;
                 } else if (p_word(p, &ws, NULL) == 0 && !p->ev->stop) {
                         p->i++;

@@ -188,6 +188,15 @@ START_TEST(test_argv)
         policy_eval_argv(pol, &ctx, empty, &r);
         ck_assert_int_eq(r.verdict, POLICY_ALLOW);
         policy_result_clear(&r);
+        /* Exactly sized words, so ASan sees a read past one: a lone "-" after docker once
+         * read two bytes past its terminator (found by the fuzzer in CI). */
+        char *dash = xstrdup("-"), *ps = xstrdup("ps");
+        char *docker[] = {"docker", dash, ps, NULL};
+        policy_eval_argv(pol, &ctx, docker, &r);
+        ck_assert_int_eq(r.verdict, POLICY_ALLOW);
+        policy_result_clear(&r);
+        free(dash);
+        free(ps);
 }
 END_TEST
 
