@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 struct ctl_conn;
+struct ctl_help;
 
 /* Exit codes (documented in docs/sandboxctl.md). */
 enum ctl_exit {
@@ -34,6 +35,13 @@ struct ctl_conn *ctl_connect(struct ctl_ctx *ctx);
 /* Calls method on the (opened on demand) connection. Steals params. Returns the result (new)
  * or NULL after printing the error. */
 json_t *ctl_call(struct ctl_ctx *ctx, const char *method, json_t *params);
+
+/* What `rm`-style commands do: parses operands (at least one, else usage error with missing),
+ * calls method once per operand with {key: operand}, prints each result (JSON, or show()).
+ * Returns the exit code: an error on any operand makes it CTL_EXIT_ERROR. */
+int ctl_each_operand(struct ctl_ctx *ctx, const struct ctl_help *help, const char *missing,
+                     const char *method, const char *key,
+                     void (*show)(json_t *res, const char *operand), int argc, char **argv);
 
 /* One subcommand of a group such as `sandboxctl sandbox ...`. */
 struct ctl_subcmd {

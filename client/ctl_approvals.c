@@ -57,30 +57,18 @@ static const struct ctl_help ctl_approvals_rm_help = {
         NULL,
 };
 
+static void
+ctl_approvals_rm_show(json_t *res, const char *operand)
+{
+        (void) res;
+        printf("revoked %s\n", operand);
+}
+
 static int
 ctl_approvals_rm(struct ctl_ctx *ctx, int argc, char **argv)
 {
-        int first, rc;
-
-        rc = ctl_util_parse(ctx, &ctl_approvals_rm_help, "", NULL, argc, argv, NULL, NULL, &first);
-        if (rc < 0 && first >= argc)
-                rc = ctl_util_usage_error("approvals rm", "expected a key (see 'approvals ls')");
-        if (rc >= 0)
-                return rc;
-        rc = CTL_EXIT_OK;
-        for (int i = first; i < argc; i++) {
-                json_t *res = ctl_call(ctx, "approval.revoke", json_pack("{s:s}", "key", argv[i]));
-                if (!res) {
-                        rc = CTL_EXIT_ERROR;
-                        continue;
-                }
-                if (ctx->json)
-                        ctl_util_print_json(stdout, res);
-                else
-                        printf("revoked %s\n", argv[i]);
-                json_decref(res);
-        }
-        return rc;
+        return ctl_each_operand(ctx, &ctl_approvals_rm_help, "expected a key (see 'approvals ls')",
+                                "approval.revoke", "key", ctl_approvals_rm_show, argc, argv);
 }
 
 static const struct ctl_subcmd ctl_approvals_cmds[] = {

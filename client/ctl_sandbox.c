@@ -278,30 +278,17 @@ static const struct ctl_help ctl_sandbox_rm_help = {
         NULL,
 };
 
+static void
+ctl_sandbox_rm_show(json_t *res, const char *operand)
+{
+        printf("%s\n", ctl_util_str(res, "id", operand));
+}
+
 static int
 ctl_sandbox_rm(struct ctl_ctx *ctx, int argc, char **argv)
 {
-        int first, rc;
-
-        rc = ctl_util_parse(ctx, &ctl_sandbox_rm_help, "", NULL, argc, argv, NULL, NULL, &first);
-        if (rc < 0 && first >= argc)
-                rc = ctl_util_usage_error("sandbox rm", "expected a sandbox id or name");
-        if (rc >= 0)
-                return rc;
-        rc = CTL_EXIT_OK;
-        for (int i = first; i < argc; i++) {
-                json_t *res = ctl_call(ctx, "sandbox.destroy", json_pack("{s:s}", "id", argv[i]));
-                if (!res) {
-                        rc = CTL_EXIT_ERROR;
-                        continue;
-                }
-                if (ctx->json)
-                        ctl_util_print_json(stdout, res);
-                else
-                        printf("%s\n", ctl_util_str(res, "id", argv[i]));
-                json_decref(res);
-        }
-        return rc;
+        return ctl_each_operand(ctx, &ctl_sandbox_rm_help, "expected a sandbox id or name",
+                                "sandbox.destroy", "id", ctl_sandbox_rm_show, argc, argv);
 }
 
 static const struct ctl_subcmd ctl_sandbox_cmds[] = {

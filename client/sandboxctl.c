@@ -84,6 +84,35 @@ ctl_call(struct ctl_ctx *ctx, const char *method, json_t *params)
         return res;
 }
 
+/* Runs method for every operand (see ctl.h). */
+int
+ctl_each_operand(struct ctl_ctx *ctx, const struct ctl_help *help, const char *missing,
+                 const char *method, const char *key,
+                 void (*show)(json_t *res, const char *operand), int argc, char **argv)
+{
+        int first, rc;
+
+        rc = ctl_util_parse(ctx, help, "", NULL, argc, argv, NULL, NULL, &first);
+        if (rc < 0 && first >= argc)
+                rc = ctl_util_usage_error(help->name, "%s", missing);
+        if (rc >= 0)
+                return rc;
+        rc = CTL_EXIT_OK;
+        for (int i = first; i < argc; i++) {
+                json_t *res = ctl_call(ctx, method, json_pack("{s:s}", key, argv[i]));
+                if (!res) {
+                        rc = CTL_EXIT_ERROR;
+                        continue;
+                }
+                if (ctx->json)
+                        ctl_util_print_json(stdout, res);
+                else
+                        show(res, argv[i]);
+                json_decref(res);
+        }
+        return rc;
+}
+
 static int
 ctl_group_usage(FILE *f, const char *group, const struct ctl_subcmd *cmds, size_t n, int rc)
 {
