@@ -34,17 +34,23 @@ ctl_util_print_help(FILE *f, const char *cmd, const struct ctl_help *help)
         (void) cmd;
 }
 
+static void
+ctl_util_verror(const char *cmd, const char *fmt, va_list ap)
+{
+        fprintf(stderr, "sandboxctl: %s: ", cmd);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\nTry 'sandboxctl %s --help'.\n", cmd);
+}
+
 /* Prints a usage error for cmd and returns CTL_EXIT_USAGE. */
 int
 ctl_util_usage_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
 
-        fprintf(stderr, "sandboxctl: %s: ", cmd);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        ctl_util_verror(cmd, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\nTry 'sandboxctl %s --help'.\n", cmd);
         return CTL_EXIT_USAGE;
 }
 
@@ -54,11 +60,9 @@ ctl_util_opt_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
 
-        fprintf(stderr, "sandboxctl: %s: ", cmd);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        ctl_util_verror(cmd, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\nTry 'sandboxctl %s --help'.\n", cmd);
         return -1;
 }
 

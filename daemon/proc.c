@@ -896,7 +896,7 @@ proc_build_env(struct proc *p)
 }
 
 static void
-strv_free(char **v)
+proc_strv_free(char **v)
 {
         shell_argv_free(v);
 }
@@ -1006,8 +1006,8 @@ proc_start(struct proc *p)
         p->started_wall = util_wall_ms();
         proc_ref(p); /* the backend's, dropped in proc_exit_cb */
         r = p->ops->exec_start(p->sb->bsb, &spec, &cbs, p, &p->bp, &err);
-        strv_free(argv);
-        strv_free(envp);
+        proc_strv_free(argv);
+        proc_strv_free(envp);
         if (r < 0) {
                 proc_unref(p);
                 if (!err.code)
@@ -1084,7 +1084,7 @@ proc_judge(struct proc *p)
         } else {
                 char **argv = proc_build_argv(p);
                 policy_eval_argv(g.policy, &pctx, argv, &p->pr);
-                strv_free(argv);
+                proc_strv_free(argv);
         }
         p->state = PROC_APPROVAL;
         info = json_pack("{s:s,s:s,s:s}", "kind", "exec", "sandbox", p->sb->id, "backend",
@@ -1732,11 +1732,16 @@ method_process_wait(struct rpc_req *req)
         proc_wait_on(p, req, timeout > 0 ? (uint64_t) timeout : 0, NULL);
 }
 
-static void
+static uint64_t
 proc_replay(struct proc *p, struct conn *c, int stream, uint64_t from)
 {
         struct pstream *s = &p->out[stream];
-        uint64_t off = from;
+        /* A replay goes straight into the write queue: at most half of conn_write_buffer_max
+         * per stream, the most recent part. The caller reports where it started; the rest is
+         * for process.read. */
+        uint64_t budget = g.config->conn_write_buffer_max / 2, total = spool_total(s->spool);
+        uint64_t off = total > budget && from < total - budget ? total - budget : from;
+        uint64_t first = MAX(off, spool_first(s->spool));
 
         while (off < spool_total(s->spool)) {
                 struct buf b = {0};
@@ -1756,6 +1761,7 @@ proc_replay(struct proc *p, struct conn *c, int stream, uint64_t from)
                 off = start + n;
                 buf_free(&b);
         }
+        return first;
 }
 
 /* process.attach */
@@ -1768,6 +1774,7 @@ method_process_attach(struct rpc_req *req)
         struct proc *p = proc_from_params(req, keys, &err);
         json_t *offsets = NULL;
         int64_t o[2] = {0, 0};
+        uint64_t from[2];
 
         if (!p || params_obj(req->params, "offsets", &offsets, &err) < 0 ||
             (offsets && (params_known(offsets, okeys, &err) < 0 ||
@@ -1777,15 +1784,17 @@ method_process_attach(struct rpc_req *req)
                 return;
         }
         for (int i = 0; i < 2; i++)
-                proc_replay(p, req->conn, i, (uint64_t) o[i]);
+                from[i] = proc_replay(p, req->conn, i, (uint64_t) o[i]);
         if (proc_live(p)) {
                 proc_subscribe(p, req->conn, false);
                 p->stream = true;
-        }
-        rpc_result(req, json_pack("{s:s,s:s}", "exec_id", p->id, "state",
-                                  proc_live(p) ? "running" : "exited"));
-        if (!proc_live(p))
+        } else {
+                /* Before the result: rpc_result frees req (and its conn reference). */
                 conn_notify(req->conn, "exec.exit", proc_exit_fields(p));
+        }
+        rpc_result(req, json_pack("{s:s,s:s,s:{s:I,s:I}}", "exec_id", p->id, "state",
+                                  proc_live(p) ? "running" : "exited", "replayed_from", "stdout",
+                                  (json_int_t) from[0], "stderr", (json_int_t) from[1]));
 }
 
 /* process.resize */

@@ -173,7 +173,7 @@ server_activated_path(int fd)
 
 /* Gives the socket's own directory to gid with mode 0750 (it was created 0700). */
 static int
-slash_dir_for_group(const char *path, gid_t gid)
+server_group_dir(const char *path, gid_t gid)
 {
         char *dir = xstrdup(path), *slash = strrchr(dir, '/');
         struct stat st;
@@ -239,7 +239,7 @@ server_bind(const char *path, const char *group, struct sbx_error *err)
         if (group) {
                 struct group *gr = getgrnam(group);
                 /* The group must also be able to reach the socket through its directory. */
-                if (gr && slash_dir_for_group(path, gr->gr_gid) < 0)
+                if (gr && server_group_dir(path, gr->gr_gid) < 0)
                         gr = NULL;
                 if (!gr || chown(path, (uid_t) -1, gr->gr_gid) < 0) {
                         sbx_error_set(err, SBX_E_INTERNAL, NULL,

@@ -609,3 +609,30 @@ class PtyAndOom(DaemonTest):
         r = self.c.call("exec", {"sandbox": "oom", "command": "exit 137"})
         self.assertFalse(r["oom_killed"])
         self.c.call("sandbox.destroy", {"id": "oom"})
+
+
+class AttachBound(unittest.TestCase):
+    def test_replay_is_bounded_by_the_write_buffer(self):
+        d = Daemon("[limits]\nconn_write_buffer_max = 64K\n")
+        try:
+            c = d.client()
+            eid = c.call("exec", {"command": "head -c 300000 /dev/zero | tr '\\0' x",
+                                  "background": True, "stream": False})["exec_id"]
+            c.call("process.wait", {"exec_id": eid, "timeout_ms": 10000})
+            other = d.client()
+            # attaching to an exited process: replay, exec.exit, then the result
+            res = other.call("process.attach", {"exec_id": eid})
+            frm = res["replayed_from"]["stdout"]
+            self.assertEqual(res["state"], "exited")
+            self.assertEqual(frm, 300000 - 32768, res)
+            self.assertTrue(any(n["method"] == "exec.exit" for n in other.notifications))
+            self.assertEqual(len(other.output(eid)), 32768)
+            first = min(n["params"]["offset"] for n in other.notifications
+                        if n["method"] == "exec.output")
+            self.assertEqual(first, frm)
+            rest = c.call("process.read", {"exec_id": eid, "max_bytes": frm})
+            self.assertEqual(len(rest["data"]), frm, "what was not replayed is readable")
+            other.close()
+            c.close()
+        finally:
+            d.stop()
