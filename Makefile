@@ -14,6 +14,7 @@ PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 SBINDIR   ?= $(PREFIX)/sbin
 MANDIR    ?= $(PREFIX)/share/man
+LIBEXECDIR ?= $(PREFIX)/libexec
 SYSCONFDIR ?= /etc
 UNITDIR   ?= $(PREFIX)/lib/systemd/system
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
@@ -42,7 +43,8 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wmissing-prot
              -Wstrict-prototypes -Wformat=2 -Wvla
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -D_GNU_SOURCE \
-             -DSANDBOXD_VERSION='"$(VERSION)"' -I. $(shell $(PKG_CONFIG) --cflags $(PKGS))
+             -DSANDBOXD_VERSION='"$(VERSION)"' -DSANDBOXD_LIBEXECDIR='"$(LIBEXECDIR)/sandboxd"' \
+             -I. $(shell $(PKG_CONFIG) --cflags $(PKGS))
 LIBS      := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS)) -lutil -ldl
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(CHECK_PKG) 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs $(CHECK_PKG) 2>/dev/null)
@@ -65,14 +67,19 @@ LIBA      := $(B)/libsandboxd.a
 
 SANDBOXD  := $(B)/sandboxd
 SANDBOXCTL := $(B)/sandboxctl
+# The docker sandboxes' resident exec agent: static, libc only, never sanitized (it runs inside
+# containers of any distribution; see backends/agent_proto.h).
+AGENT     := $(B)/sandboxd-agent
+AGENT_SRC := $(sort $(wildcard backends/agent/*.c))
 
-ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) daemon/main.c
+ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) daemon/main.c \
+             $(AGENT_SRC)
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h tests/*/*.h tests/fakes/*.c fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz
 
-BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL))
+BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL)) $(AGENT)
 
 all: $(BINS)
 
@@ -89,6 +96,13 @@ $(SANDBOXD): $(B)/daemon/main.o $(LIBA)
 
 $(SANDBOXCTL): $(CLIENT_OBJ) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(AGENT): $(AGENT_SRC) backends/agent_proto.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(AGENT_SRC)
+
+# check_agent drives the built agent over pipes.
+$(B)/tests/check_agent: | $(AGENT)
 
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
@@ -113,12 +127,15 @@ bench: $(BENCH_BIN) $(BINS)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; SANDBOXD_BIN=$(abspath $(SANDBOXD)) $$b; done
 
 install: $(BINS) install-data
-	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/sandboxd
 	install -m 0755 $(SANDBOXD) $(DESTDIR)$(SBINDIR)/sandboxd
+	install -m 0755 $(AGENT) $(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-agent
 	$(if $(CLIENT_SRC),install -m 0755 $(SANDBOXCTL) $(DESTDIR)$(BINDIR)/sandboxctl)
 
 uninstall: uninstall-data
-	rm -f $(DESTDIR)$(SBINDIR)/sandboxd $(DESTDIR)$(BINDIR)/sandboxctl
+	rm -f $(DESTDIR)$(SBINDIR)/sandboxd $(DESTDIR)$(BINDIR)/sandboxctl \
+		$(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-agent
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/sandboxd 2>/dev/null
 
 UNIT_SED  := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
              -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'

@@ -1,6 +1,8 @@
 /* docker.c — Docker backend: configuration, API calls, events, probe, sandbox lifecycle. */
 #include "backends/docker.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +17,10 @@
 #define DOCKER_MAX_BODY         (64u << 20)
 #define DOCKER_PROBE_TIMEOUT_MS 5000  /* each of the probe's two GETs */
 #define DOCKER_LIST_TIMEOUT_MS  30000 /* the start-up listing of containers */
+
+#ifndef SANDBOXD_LIBEXECDIR
+#define SANDBOXD_LIBEXECDIR "/usr/local/libexec/sandboxd"
+#endif
 
 struct docker_state docker;
 
@@ -208,6 +214,7 @@ docker_sandbox_unref(struct backend_sandbox *sb)
         if (!sb || --sb->refs > 0)
                 return;
         list_del(&sb->link);
+        docker_agent_close(sb->agent, "the sandbox is gone");
         free(sb->id);
         free(sb->cid);
         free(sb->name);
@@ -455,6 +462,68 @@ docker_free_config(void)
         free(docker.default_network);
         free(docker.tmp_size);
         free(docker.instance);
+        free(docker.agent);
+        free(docker.agent_note);
+}
+
+/* An executable regular file, by its real path (new), or NULL. */
+static char *
+docker_agent_file(const char *path)
+{
+        char real[PATH_MAX];
+        struct stat st;
+
+        if (!realpath(path, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode) ||
+            access(real, X_OK) < 0)
+                return NULL;
+        return xstrdup(real);
+}
+
+/* agent = PATH | off; unset: next to the daemon's binary, then SANDBOXD_LIBEXECDIR. */
+static int
+docker_cfg_agent(json_t *config, struct sbx_error *err)
+{
+        const char *v = json_string_value(json_object_get(config, "agent"));
+        char self[PATH_MAX], *near = NULL;
+        ssize_t n;
+        bool on;
+
+        if (v && *v && docker_cfg_bool(config, "agent", true, &on) == 0 && !on) {
+                docker.agent_note = xstrdup("agent = off in [backend.docker]");
+                return 0;
+        }
+        if (v && *v) {
+                docker.agent = docker_agent_file(v);
+                if (!docker.agent) {
+                        sbx_error_param(err, "agent",
+                                        "docker agent '%s' is not an executable file (build it "
+                                        "with make, or set agent = off)",
+                                        v);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                *strrchr(self, '/') = '\0';
+                /* The build tree, then PREFIX/sbin -> PREFIX/libexec whatever PREFIX was. */
+                near = xasprintf("%s/sandboxd-agent", self);
+                docker.agent = docker_agent_file(near);
+                free(near);
+                near = xasprintf("%s/../libexec/sandboxd/sandboxd-agent", self);
+                if (!docker.agent)
+                        docker.agent = docker_agent_file(near);
+        }
+        if (!docker.agent)
+                docker.agent = docker_agent_file(SANDBOXD_LIBEXECDIR "/sandboxd-agent");
+        if (!docker.agent)
+                docker.agent_note = xasprintf("sandboxd-agent not found next to sandboxd, in %s or "
+                                              "in " SANDBOXD_LIBEXECDIR
+                                              ": every exec is a docker exec (run make install)",
+                                              near ? near : "../libexec/sandboxd");
+        free(near);
+        return 0;
 }
 
 static int
@@ -483,7 +552,7 @@ docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         docker.default_network = docker_cfg_str(config, "network", NULL, "none");
         docker.tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
         docker.instance = docker_cfg_str(config, "instance", NULL, NULL);
-        if (docker_parse_host(err) < 0)
+        if (docker_cfg_agent(config, err) < 0 || docker_parse_host(err) < 0)
                 return -EINVAL;
         docker.http = http_multi_acquire(loop);
         docker.initialised = true;
@@ -575,8 +644,10 @@ docker_version_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
                 docker_probe_fail(pr, terr);
                 return;
         }
-        details = json_pack("{s:s,s:s?,s:s}", "api_version", api, "server_version", ver, "host",
-                            docker.host);
+        details =
+                json_pack("{s:s,s:s?,s:s,s:s,s:s?,s:s?}", "api_version", api, "server_version", ver,
+                          "host", docker.host, "exec", docker.agent ? "agent" : "docker exec",
+                          "agent", docker.agent, "agent_note", docker.agent_note);
         if (strtod(api, NULL) + 1e-9 < DOCKER_API_MIN) {
                 char *reason =
                         xasprintf("Docker API %s is too old (need %.2f)", api, DOCKER_API_MIN);
@@ -740,6 +811,25 @@ docker_create_done(struct docker_create *c)
 }
 
 static void
+docker_create_agent_cb(void *ctx, const char *error)
+{
+        struct docker_create *c = ctx;
+
+        if (error) {
+                sbx_error_set(&c->err, SBX_E_BACKEND,
+                              json_pack("{s:s,s:s,s:s}", "backend", "docker", "reason", error,
+                                        "hint",
+                                        "the image must run a static x86-64 binary from a "
+                                        "read-only bind mount; else set agent = off in "
+                                        "[backend.docker]"),
+                              "docker: sandboxd-agent did not start in the container: %s", error);
+                docker_create_fail(c);
+                return;
+        }
+        docker_create_done(c);
+}
+
+static void
 docker_started_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
                   const char *terr)
 {
@@ -749,7 +839,16 @@ docker_started_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
                 docker_create_fail_call(c, "start container", status, body, terr);
                 return;
         }
-        docker_create_done(c);
+        if (!c->sb->use_agent) {
+                docker_create_done(c);
+                return;
+        }
+        /* The first exec should not pay for the attach, and an agent that cannot run in this
+         * image must fail the create, not the first exec. */
+        struct backend_sandbox *sb = c->sb;
+        docker_sandbox_ref(sb); /* a failure may free c before open returns */
+        sb->agent = docker_agent_open(sb, c, docker_create_agent_cb);
+        docker_sandbox_unref(sb);
 }
 
 static void
@@ -762,6 +861,56 @@ docker_start(struct docker_create *c)
                 docker_create_fail(c);
         }
         free(path);
+}
+
+/* Whether a mount is the daemon's own read-only sandboxd-agent (src resolved). */
+static bool
+docker_is_agent_mount(const char *dst, const char *src)
+{
+        return docker.agent && dst && src && strcmp(dst, AGENT_PATH) == 0 &&
+               strcmp(src, docker.agent) == 0;
+}
+
+/* The container's HostConfig (new copy) without the daemon's own agent mount. */
+static json_t *
+docker_real_hc(json_t *hc)
+{
+        json_t *copy = json_deep_copy(hc), *mounts = json_object_get(copy, "Mounts"), *m;
+        char real[PATH_MAX];
+        size_t i;
+
+        json_array_foreach(mounts, i, m)
+        {
+                const char *src = json_string_value(json_object_get(m, "Source"));
+                if (src && realpath(src, real) &&
+                    docker_is_agent_mount(json_string_value(json_object_get(m, "Target")), real) &&
+                    json_is_true(json_object_get(m, "ReadOnly"))) {
+                        json_array_remove(mounts, i);
+                        break;
+                }
+        }
+        return copy;
+}
+
+/* How many of an inspected container's mounts show something of the host (all but the
+ * daemon's own read-only agent). */
+static size_t
+docker_host_mounts(json_t *insp)
+{
+        size_t i, n = 0;
+        json_t *m;
+
+        json_array_foreach(json_object_get(insp, "Mounts"), i, m)
+        {
+                const char *src = json_string_value(json_object_get(m, "Source"));
+                char real[PATH_MAX];
+                if (!src || !realpath(src, real) ||
+                    !docker_is_agent_mount(json_string_value(json_object_get(m, "Destination")),
+                                           real) ||
+                    json_is_true(json_object_get(m, "RW")))
+                        n++;
+        }
+        return n;
 }
 
 /* The mounts Docker actually set up, as a sandbox.create spec for the policy. */
@@ -781,15 +930,17 @@ docker_real_spec(json_t *insp)
                 char real[PATH_MAX];
                 if (type && strcmp(type, "bind") == 0 && src && realpath(src, real))
                         src = real;
+                if (docker_is_agent_mount(dst, src) && !json_is_true(json_object_get(m, "RW")))
+                        continue;
                 if (type && strcmp(type, "volume") == 0 && name)
                         src = name;
                 json_array_append_new(mounts, json_pack("{s:s?,s:s?,s:s?,s:b}", "type", type,
                                                         "source", src, "target", dst, "readonly",
                                                         !json_is_true(json_object_get(m, "RW"))));
         }
-        return json_pack("{s:s,s:s?,s:o,s:{s:O}}", "backend", "docker", "network",
+        return json_pack("{s:s,s:s?,s:o,s:{s:o}}", "backend", "docker", "network",
                          json_string_value(json_object_get(hc, "NetworkMode")), "mounts", mounts,
-                         "docker", "host_config", hc);
+                         "docker", "host_config", docker_real_hc(hc));
 }
 
 /* A bind whose source resolves elsewhere than approved (a swapped symlink) fails the create. */
@@ -805,6 +956,8 @@ docker_check_binds(struct docker_create *c, json_t *insp)
                 const char *src = json_string_value(json_object_get(m, "Source"));
                 const char *want = json_string_value(json_object_get(c->approved, dst ? dst : ""));
                 char real[PATH_MAX];
+                if (docker.agent && dst && strcmp(dst, AGENT_PATH) == 0)
+                        want = docker.agent;
                 if (!want || !src)
                         continue;
                 if (!realpath(src, real) || strcmp(real, want) != 0) {
@@ -1128,6 +1281,9 @@ docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, str
                 }
         }
         json_object_set_new(hc, "Mounts", mounts);
+        /* Exec output travels over the attach stream; a log driver would keep a copy of it. */
+        if (docker.agent)
+                json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", "none"));
         /* docker.host_config merges over the defaults, key by key. */
         json_object_update(hc, json_object_get(spec->section, "host_config"));
         return hc;
@@ -1150,7 +1306,31 @@ docker_labels(const struct sandbox_spec *spec)
         json_object_set_new(l, "sandboxd.name", json_string(spec->name ? spec->name : spec->id));
         if (docker.instance)
                 json_object_set_new(l, "sandboxd.instance", json_string(docker.instance));
+        if (docker.agent)
+                json_object_set_new(l, "sandboxd.agent", json_string("1"));
         return l;
+}
+
+/* The container's main process is sandboxd-agent, mounted read-only from the host and driven
+ * over the attach stream (docker_agent.c). The mount is added after the policy saw the spec:
+ * it is the daemon's own, and the read-back checks it separately. */
+static void
+docker_body_agent(json_t *body, json_t *hc)
+{
+        json_t *mounts = json_object_get(hc, "Mounts");
+
+        if (!json_is_array(mounts)) {
+                mounts = json_array();
+                json_object_set_new(hc, "Mounts", mounts);
+        }
+        json_array_append_new(mounts, json_pack("{s:s,s:s,s:s,s:b}", "Type", "bind", "Source",
+                                                docker.agent, "Target", AGENT_PATH, "ReadOnly", 1));
+        json_object_set_new(body, "Cmd", json_pack("[s]", AGENT_PATH));
+        json_object_set_new(body, "OpenStdin", json_true());
+        json_object_set_new(body, "StdinOnce", json_false());
+        json_object_set_new(body, "AttachStdin", json_true());
+        json_object_set_new(body, "AttachStdout", json_true());
+        json_object_set_new(body, "Tty", json_false());
 }
 
 static json_t *
@@ -1173,9 +1353,13 @@ docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx
                          "Labels", docker_labels(spec), "HostConfig", hc);
         if (spec->workdir)
                 json_object_set_new(body, "WorkingDir", json_string(spec->workdir));
-        c->requested = json_pack("{s:s,s:s?,s:O,s:{s:O}}", "backend", "docker", "network",
+        /* A copy: the agent's mount below must not enter what the policy approved. */
+        c->requested = json_pack("{s:s,s:s?,s:o,s:{s:o}}", "backend", "docker", "network",
                                  json_string_value(json_object_get(hc, "NetworkMode")), "mounts",
-                                 json_object_get(hc, "Mounts"), "docker", "host_config", hc);
+                                 json_deep_copy(json_object_get(hc, "Mounts")), "docker",
+                                 "host_config", json_deep_copy(hc));
+        if (docker.agent)
+                docker_body_agent(body, hc);
         return body;
 }
 
@@ -1193,6 +1377,7 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
         c->sb->name = xasprintf("sandboxd-%s", spec->id);
         c->image = xstrdup(spec->image ? spec->image : docker.default_image);
         c->sb->image = xstrdup(c->image);
+        c->sb->use_agent = docker.agent != NULL;
         c->approved = json_object();
         c->layers = json_object();
         c->enforced = docker_create_enforced(spec);
@@ -1239,6 +1424,8 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
         const char *name = json_string_value(json_object_get(body, "Name"));
         const char *owner = json_string_value(
                 json_object_get(json_object_get(cfg, "Labels"), "sandboxd.sandbox"));
+        const char *agent = json_string_value(
+                json_object_get(json_object_get(cfg, "Labels"), "sandboxd.agent"));
 
         /* A container that is not this sandbox's (its id was recorded wrongly, or reused) is
          * treated as gone: we never take over a container we did not create for it. */
@@ -1256,6 +1443,8 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
         }
         free(c->sb->workdir);
         c->sb->workdir = xstrdup(wd && *wd ? wd : "/");
+        /* Its agent is attached at the first exec; one made without it keeps docker exec. */
+        c->sb->use_agent = agent && strcmp(agent, "1") == 0;
         if (image && !c->sb->image)
                 c->sb->image = xstrdup(image);
         if (name) {
@@ -1263,7 +1452,7 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
                 c->sb->name = xstrdup(name[0] == '/' ? name + 1 : name);
         }
         docker_note_tmpfs(c->sb, body);
-        c->host_access = json_array_size(json_object_get(body, "Mounts")) > 0;
+        c->host_access = docker_host_mounts(body) > 0;
         if (json_is_true(json_object_get(st, "Running")))
                 docker_create_done(c);
         else
@@ -1330,6 +1519,8 @@ docker_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb)
         d->ctx = ctx;
         d->cb = cb;
         bsb->destroyed = true;
+        docker_agent_close(bsb->agent, "the sandbox is being destroyed");
+        bsb->agent = NULL;
         if (docker_call("DELETE", path, NULL, NULL, 0, NULL, docker_destroyed_cb, d) < 0)
                 docker_destroyed_cb(d, 0, NULL, NULL, 0, "cannot start an API request");
         free(path);

@@ -24,12 +24,13 @@
 enum dx_phase {
         DX_CREATE,
         DX_CONNECT,
-        DX_HANDSHAKE,
         DX_STREAM,
         DX_INSPECT,
         DX_FINISH,
         DX_DONE,
 };
+
+struct dx_kill;
 
 struct backend_proc {
         struct backend_sandbox *sb;
@@ -42,22 +43,9 @@ struct backend_proc {
         char *state_path;
         bool tty, attach_stdin, merge_stderr, helper;
         unsigned short rows, cols;
-        union {
-                uv_handle_t h;
-                uv_stream_t s;
-                uv_pipe_t pipe;
-                uv_tcp_t tcp;
-        } conn;
-        bool conn_init;
-        uv_connect_t connect_req;
-        uv_shutdown_t shutdown_req;
+        struct docker_hijack hj;
         uv_timer_t timer;
         bool timer_init;
-        struct buf hs;
-        unsigned char fh[8];
-        size_t fh_len;
-        uint32_t frame_left;
-        int frame_stream;
         struct buf pending_in;
         bool eof_wanted, eof_sent;
         bool paused;
@@ -73,12 +61,16 @@ struct backend_proc {
         docker_helper_cb hcb;
         void *hctx;
         struct buf hout;
-};
-
-struct dx_write {
-        uv_write_t req;
-        struct backend_proc *p;
-        char data[];
+        /* agent mode: sub is linked while the agent knows the exec */
+        bool agent;
+        struct docker_agent *ag;
+        struct docker_agent_sub sub;
+        char *argv0, *cwd;  /* for error messages */
+        uint32_t sid;       /* the exec's pid (= session) in the container, 0 before STARTED */
+        uint32_t in_flight; /* stdin bytes sent, not yet acknowledged */
+        uint32_t owed;      /* output bytes delivered, not yet credited back */
+        int pending_sig;    /* a signal asked for before STARTED */
+        struct dx_kill *pending_kill;
 };
 
 /* $0 = pid file; the exec becomes its own command through `exec`, keeping the pid. */
@@ -133,7 +125,6 @@ static const char dx_finish_script[] =
         "[ -n \"$0\" ] && cat \"$0\" 2>/dev/null\n"
         "rm -f \"$@\" \"$0\"\n";
 
-static void dx_connect(struct backend_proc *p);
 static void dx_after_stream(struct backend_proc *p);
 static void dx_deliver_exit(struct backend_proc *p);
 
@@ -154,8 +145,11 @@ dx_unref(struct backend_proc *p)
         free(p->pidfile);
         free(p->state_path);
         free(p->fail_msg);
+        free(p->argv0);
+        free(p->cwd);
+        docker_agent_unref(p->ag);
         sbx_error_clear(&p->fail_err);
-        buf_free(&p->hs);
+        buf_free(&p->hj.hs);
         buf_free(&p->pending_in);
         buf_free(&p->state);
         buf_free(&p->hout);
@@ -163,17 +157,21 @@ dx_unref(struct backend_proc *p)
 }
 
 static void
-dx_handle_close_cb(uv_handle_t *h)
+dx_ref_cb(void *ctx)
 {
-        dx_unref(h->data);
+        dx_ref(ctx);
 }
 
 static void
-dx_close_conn(struct backend_proc *p)
+dx_unref_cb(void *ctx)
 {
-        if (!p->conn_init || uv_is_closing(&p->conn.h))
-                return;
-        uv_close(&p->conn.h, dx_handle_close_cb);
+        dx_unref(ctx);
+}
+
+static void
+dx_handle_close_cb(uv_handle_t *h)
+{
+        dx_unref(h->data);
 }
 
 /* Ends an exec that could not run. A user exec reports it as exec_exit.error (a -32005
@@ -187,7 +185,7 @@ dx_fail(struct backend_proc *p, const char *msg)
         if (!p->fail_err.code)
                 sbx_error_backend(&p->fail_err, "docker", "%s", msg);
         p->ex.exit_code = 125;
-        dx_close_conn(p);
+        docker_hijack_close(&p->hj);
         dx_deliver_exit(p);
 }
 
@@ -208,213 +206,84 @@ dx_output(struct backend_proc *p, int stream, const char *data, size_t len)
         p->cbs.on_output(p->ctx, s, data, len);
 }
 
-/* Demultiplexes the framed stream (no tty). */
-static void
-dx_demux(struct backend_proc *p, const char *data, size_t len)
-{
-        while (len && p->phase == DX_STREAM) {
-                if (p->frame_left) {
-                        size_t n = MIN(len, (size_t) p->frame_left);
-                        dx_output(p, p->frame_stream, data, n);
-                        p->frame_left -= (uint32_t) n;
-                        data += n;
-                        len -= n;
-                        continue;
-                }
-                size_t n = MIN(len, sizeof(p->fh) - p->fh_len);
-                memcpy(p->fh + p->fh_len, data, n);
-                p->fh_len += n;
-                data += n;
-                len -= n;
-                if (p->fh_len < sizeof(p->fh))
-                        continue;
-                p->fh_len = 0;
-                p->frame_stream = p->fh[0];
-                p->frame_left = (uint32_t) p->fh[4] << 24 | (uint32_t) p->fh[5] << 16 |
-                                (uint32_t) p->fh[6] << 8 | p->fh[7];
-        }
-}
-
-static void
-dx_stream_bytes(struct backend_proc *p, const char *data, size_t len)
-{
-        if (p->tty)
-                dx_output(p, 1, data, len);
-        else
-                dx_demux(p, data, len);
-}
-
-static void
-dx_write_cb(uv_write_t *req, int status)
-{
-        struct dx_write *w = (struct dx_write *) req;
-
-        dx_unref(w->p);
-        free(w);
-}
-
-static void
-dx_shutdown_cb(uv_shutdown_t *req, int status)
-{
-        dx_unref(req->data);
-}
-
-static void
-dx_send(struct backend_proc *p, const void *data, size_t len)
-{
-        struct dx_write *w = xmalloc(sizeof(*w) + len);
-        uv_buf_t b;
-
-        memcpy(w->data, data, len);
-        w->p = p;
-        b = uv_buf_init(w->data, (unsigned) len);
-        dx_ref(p);
-        if (uv_write(&w->req, &p->conn.s, &b, 1, dx_write_cb) < 0) {
-                dx_unref(p);
-                free(w);
-        }
-}
+static void dx_agent_flush_stdin(struct backend_proc *p);
 
 static void
 dx_flush_stdin(struct backend_proc *p)
 {
+        if (p->agent) {
+                dx_agent_flush_stdin(p);
+                return;
+        }
         if (p->phase != DX_STREAM)
                 return;
         if (p->pending_in.len) {
-                dx_send(p, p->pending_in.data, p->pending_in.len);
+                docker_hijack_send(&p->hj, p->pending_in.data, p->pending_in.len);
                 buf_consume(&p->pending_in, p->pending_in.len);
         }
         if (p->eof_wanted && !p->eof_sent) {
                 p->eof_sent = true;
-                if (p->tty) {
-                        dx_send(p, "\004", 1); /* a pty has no half-close: ^D */
-                        return;
-                }
-                p->shutdown_req.data = p;
-                dx_ref(p);
-                if (uv_shutdown(&p->shutdown_req, &p->conn.s, dx_shutdown_cb) < 0)
-                        dx_unref(p);
+                if (p->tty)
+                        docker_hijack_send(&p->hj, "\004", 1); /* a pty has no half-close: ^D */
+                else
+                        docker_hijack_shutdown(&p->hj);
         }
 }
 
 static void
-dx_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+dx_open_cb(void *ctx)
 {
-        static char slab[64 * 1024];
+        struct backend_proc *p = ctx;
 
-        b->base = slab;
-        b->len = sizeof(slab);
-}
-
-/* Parses the start answer; returns bytes of stream data following it, or -1 on failure. */
-static int
-dx_handshake(struct backend_proc *p)
-{
-        struct http1_head h;
-        int rc = http1_parse_head(p->hs.data, p->hs.len, DX_HS_MAX, &h);
-
-        if (rc == 0)
-                return 0;
-        if (rc < 0 || (h.status != 101 && h.status != 200)) {
-                char *msg = xasprintf("docker exec start failed: %.*s", (int) MIN(p->hs.len, 300u),
-                                      p->hs.data);
-                dx_fail(p, msg);
-                free(msg);
-                return -1;
-        }
-        size_t hlen = h.head_len;
         p->phase = DX_STREAM;
         dx_flush_stdin(p);
-        if (p->hs.len > hlen)
-                dx_stream_bytes(p, p->hs.data + hlen, p->hs.len - hlen);
-        buf_free(&p->hs);
-        return 0;
 }
 
 static void
-dx_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+dx_data_cb(void *ctx, int stream, const char *data, size_t len)
 {
-        struct backend_proc *p = s->data;
-
-        if (n < 0) {
-                uv_read_stop(s);
-                dx_close_conn(p);
-                if (p->phase == DX_HANDSHAKE)
-                        dx_fail(p, "docker closed the exec connection before answering");
-                else if (p->phase == DX_STREAM)
-                        dx_after_stream(p);
-                return;
-        }
-        if (p->phase == DX_HANDSHAKE) {
-                buf_append(&p->hs, b->base, (size_t) n);
-                if (dx_handshake(p) < 0 && p->phase == DX_HANDSHAKE)
-                        dx_fail(p, "docker exec start: malformed answer");
-                return;
-        }
-        if (p->phase == DX_STREAM)
-                dx_stream_bytes(p, b->base, (size_t) n);
+        dx_output(ctx, stream, data, len);
 }
 
 static void
-dx_connect_cb(uv_connect_t *req, int status)
+dx_end_cb(void *ctx, const char *error)
 {
-        struct backend_proc *p = req->data;
-        char *body, *hdr;
+        struct backend_proc *p = ctx;
 
-        dx_unref(p);
-        if (p->phase != DX_CONNECT)
-                return;
-        if (status < 0) {
-                char *msg = xasprintf("cannot connect to docker: %s", uv_strerror(status));
-                dx_fail(p, msg);
-                free(msg);
-                return;
-        }
-        body = xasprintf("{\"Detach\":false,\"Tty\":%s}", p->tty ? "true" : "false");
-        hdr = xasprintf("POST /" DOCKER_API "/exec/%s/start HTTP/1.1\r\nHost: docker\r\n"
-                        "Content-Type: application/json\r\nConnection: Upgrade\r\n"
-                        "Upgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
-                        p->deid, strlen(body), body);
-        p->phase = DX_HANDSHAKE;
-        dx_send(p, hdr, strlen(hdr));
-        free(hdr);
-        free(body);
-        if (!p->paused)
-                uv_read_start(&p->conn.s, dx_alloc_cb, dx_read_cb);
+        if (error)
+                dx_fail(p, error);
+        else if (p->phase == DX_STREAM)
+                dx_after_stream(p);
 }
+
+static const struct docker_hijack_cbs dx_hijack_cbs = {
+        .ref = dx_ref_cb,
+        .unref = dx_unref_cb,
+        .on_open = dx_open_cb,
+        .on_data = dx_data_cb,
+        .on_end = dx_end_cb,
+};
 
 static void
 dx_connect(struct backend_proc *p)
 {
+        char *body = xasprintf("{\"Detach\":false,\"Tty\":%s}", p->tty ? "true" : "false");
+        char *path = xasprintf("/exec/%s/start", p->deid);
         int rc;
 
         p->phase = DX_CONNECT;
-        if (docker.sock_path) {
-                uv_pipe_init(docker.loop, &p->conn.pipe, 0);
-        } else {
-                uv_tcp_init(docker.loop, &p->conn.tcp);
-        }
-        p->conn.h.data = p;
-        p->conn_init = true;
-        dx_ref(p); /* the handle */
-        p->connect_req.data = p;
-        dx_ref(p);
-        if (docker.sock_path) {
-                uv_pipe_connect(&p->connect_req, &p->conn.pipe, docker.sock_path, dx_connect_cb);
-                return;
-        }
-        struct sockaddr_storage ss;
-        if (uv_ip4_addr(docker.tcp_host, docker.tcp_port, (struct sockaddr_in *) &ss) < 0 &&
-            uv_ip6_addr(docker.tcp_host, docker.tcp_port, (struct sockaddr_in6 *) &ss) < 0) {
-                dx_unref(p);
-                dx_fail(p, "docker exec over tcp needs a numeric address in DOCKER_HOST");
-                return;
-        }
-        rc = uv_tcp_connect(&p->connect_req, &p->conn.tcp, (struct sockaddr *) &ss, dx_connect_cb);
-        if (rc < 0) {
-                dx_unref(p);
-                dx_fail(p, uv_strerror(rc));
-        }
+        p->hj.cbs = &dx_hijack_cbs;
+        p->hj.ctx = p;
+        if (p->paused)
+                docker_hijack_pause(&p->hj);
+        rc = docker_hijack_open(&p->hj, "exec start", path, body, p->tty);
+        free(path);
+        free(body);
+        if (rc < 0)
+                dx_fail(p, rc == -EPROTONOSUPPORT
+                                   ? "docker exec streams over TLS (tcp:// with tls) are not "
+                                     "supported; use the unix socket"
+                                   : "docker exec over tcp needs a numeric address in DOCKER_HOST");
 }
 
 static void
@@ -534,6 +403,354 @@ dx_launch(struct backend_proc *p, const struct exec_spec *spec, struct sbx_error
         return rc;
 }
 
+/* ---- agent mode: the exec runs through the sandbox's resident sandboxd-agent ---- */
+
+struct dx_kill {
+        struct backend_proc *p;
+        backend_kill_cb cb;
+        void *ctx;
+        int sig;
+        unsigned grace_ms;
+        struct docker_agent_sub sub;
+};
+
+static bool
+dx_agent_linked(const struct backend_proc *p)
+{
+        return p->agent && !list_empty(&p->sub.link);
+}
+
+static void
+dx_agent_send(struct backend_proc *p, enum agent_msg type, const void *data, size_t len)
+{
+        if (dx_agent_linked(p))
+                docker_agent_send(p->ag, type, p->sub.id, data, len, NULL, 0);
+}
+
+static void
+dx_agent_flush_stdin(struct backend_proc *p)
+{
+        while (p->pending_in.len && p->in_flight < AGENT_STDIN_WINDOW && dx_agent_linked(p)) {
+                size_t n = MIN(p->pending_in.len, (size_t) (AGENT_STDIN_WINDOW - p->in_flight));
+                n = MIN(n, (size_t) AGENT_OUT_CHUNK);
+                dx_agent_send(p, AGENT_STDIN, p->pending_in.data, n);
+                p->in_flight += (uint32_t) n;
+                buf_consume(&p->pending_in, n);
+        }
+        if (!p->pending_in.len && p->eof_wanted && !p->eof_sent && p->attach_stdin) {
+                p->eof_sent = true;
+                dx_agent_send(p, AGENT_EOF, NULL, 0);
+        }
+}
+
+static void
+dx_agent_credit(struct backend_proc *p)
+{
+        unsigned char b[4];
+
+        if (p->paused || !p->owed)
+                return;
+        agent_put32(b, p->owed);
+        p->owed = 0;
+        dx_agent_send(p, AGENT_CREDIT, b, sizeof(b));
+}
+
+static void dx_agent_kill_send(struct dx_kill *k, enum agent_kill_mode mode);
+static void dx_kill_done(struct dx_kill *k, int survivors);
+
+/* The agent forgets the exec: no message for its id follows. */
+static void
+dx_agent_unlink(struct backend_proc *p)
+{
+        struct dx_kill *k = p->pending_kill;
+
+        list_del(&p->sub.link);
+        p->pending_kill = NULL;
+        if (k)
+                dx_kill_done(k, 0);
+}
+
+static void
+dx_agent_started(struct backend_proc *p, uint32_t pid)
+{
+        struct dx_kill *k = p->pending_kill;
+
+        p->sid = pid;
+        if (p->pending_sig) {
+                struct dx_kill sk = {.p = p, .sig = p->pending_sig};
+                p->pending_sig = 0;
+                dx_agent_kill_send(&sk, AGENT_KILL_SIGNAL);
+        }
+        if (k) {
+                p->pending_kill = NULL;
+                dx_agent_kill_send(k, AGENT_KILL_WAIT);
+        }
+}
+
+/* The agent's report that the exec never ran, as the error local would give. */
+static void
+dx_agent_failed(struct backend_proc *p, const unsigned char *m, uint32_t len)
+{
+        int e = len >= 4 ? (int) agent_get32(m) : EIO;
+        char step[32] = "start";
+
+        if (len > 4)
+                snprintf(step, sizeof(step), "%.*s", (int) strnlen((const char *) m + 4, len - 4),
+                         (const char *) m + 4);
+        if (strcmp(step, "chdir") == 0)
+                sbx_error_param(&p->fail_err, "cwd", "cwd '%s' in the container: %s", p->cwd,
+                                strerror(e));
+        else if (strcmp(step, "exec") == 0 && (e == ENOENT || e == EACCES || e == ENOEXEC))
+                sbx_error_param(&p->fail_err, "argv", "cannot execute '%s' in the container: %s",
+                                p->argv0, strerror(e));
+        else
+                sbx_error_backend(&p->fail_err, "docker", "sandboxd-agent could not %s: %s", step,
+                                  strerror(e));
+        dx_agent_unlink(p);
+        dx_fail(p, p->fail_err.message);
+}
+
+static void
+dx_agent_exit(struct backend_proc *p, const unsigned char *m, uint32_t len)
+{
+        int status = len >= 4 ? (int) agent_get32(m) : 0;
+        uint32_t flags = len >= 8 ? agent_get32(m + 4) : 0;
+
+        dx_agent_unlink(p);
+        if (WIFSIGNALED(status))
+                p->ex.signal = WTERMSIG(status);
+        else
+                p->ex.exit_code = WEXITSTATUS(status);
+        p->ex.oom_killed = (flags & AGENT_EXIT_OOM) != 0;
+        if (len > 8 && p->state_path)
+                buf_append(&p->state, m + 8, len - 8);
+        dx_deliver_exit(p);
+}
+
+static void
+dx_agent_msg_cb(void *ctx, int type, const unsigned char *m, uint32_t len)
+{
+        struct backend_proc *p = ctx;
+
+        switch (type) {
+        case AGENT_STARTED:
+                dx_agent_started(p, len >= 4 ? agent_get32(m) : 0);
+                break;
+        case AGENT_FAILED:
+                dx_agent_failed(p, m, len);
+                break;
+        case AGENT_STDOUT:
+        case AGENT_STDERR:
+                dx_output(p, type == AGENT_STDERR ? 2 : 1, (const char *) m, len);
+                p->owed += len;
+                if (p->owed >= AGENT_OUT_WINDOW / 4)
+                        dx_agent_credit(p);
+                break;
+        case AGENT_ACK:
+                p->in_flight -= MIN(p->in_flight, len >= 4 ? agent_get32(m) : 0);
+                dx_agent_flush_stdin(p);
+                break;
+        case AGENT_EXIT:
+                dx_agent_exit(p, m, len);
+                break;
+        }
+}
+
+static void
+dx_kill_done(struct dx_kill *k, int survivors)
+{
+        if (k->cb)
+                k->cb(k->ctx, survivors, NULL);
+        dx_unref(k->p);
+        free(k);
+}
+
+static void
+dx_agent_gone_inspect_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
+                         const char *terr)
+{
+        struct backend_proc *p = ctx;
+        char *why = p->fail_msg;
+
+        p->fail_msg = NULL;
+        if (status == 404)
+                docker_sandbox_mark(p->sb, "removed");
+        else if (status == 200 &&
+                 !json_is_true(json_object_get(json_object_get(body, "State"), "Running")))
+                docker_sandbox_mark(p->sb, "exited");
+        if (strcmp(p->sb->state, "running") != 0)
+                sbx_error_set(&p->fail_err, SBX_E_UNUSABLE,
+                              json_pack("{s:s}", "state", p->sb->state),
+                              "docker container of sandbox %s is %s", p->sb->id, p->sb->state);
+        else
+                sbx_error_backend(&p->fail_err, "docker", "%s", why);
+        dx_fail(p, why);
+        free(why);
+        dx_unref(p);
+}
+
+/* The channel is gone: so is the container's main process, and with it everything the agent
+ * started (its successor's HELLO kills whatever might be left). */
+static void
+dx_agent_gone_cb(void *ctx, const char *why)
+{
+        struct backend_proc *p = ctx;
+        char *path;
+
+        dx_agent_unlink(p);
+        if (p->sid) {
+                p->ex.signal = SIGKILL;
+                dx_deliver_exit(p);
+                return;
+        }
+        /* It never ran. Say -32006 when the container is gone or stopped (the daemon may then
+         * recreate it), else why the channel broke. */
+        p->fail_msg = xstrdup(why);
+        path = xasprintf("/containers/%s/json", p->sb->cid);
+        dx_ref(p);
+        if (docker_call("GET", path, NULL, NULL, 0, NULL, dx_agent_gone_inspect_cb, p) < 0)
+                dx_agent_gone_inspect_cb(p, 0, NULL, NULL, 0, "cannot start an API request");
+        free(path);
+}
+
+/* Returns the sandbox's agent channel, (re)attaching when it is down. */
+static struct docker_agent *
+dx_agent_channel(struct backend_sandbox *sb, struct sbx_error *err)
+{
+        if (!docker_agent_alive(sb->agent)) {
+                docker_agent_close(sb->agent, "reattaching");
+                sb->agent = docker_agent_open(sb, NULL, NULL);
+        }
+        if (!docker_agent_alive(sb->agent)) {
+                sbx_error_backend(err, "docker", "%s", docker_agent_error(sb->agent));
+                return NULL;
+        }
+        return sb->agent;
+}
+
+static void
+dx_agent_strings(struct buf *b, char *const *v, uint32_t *n)
+{
+        for (*n = 0; v && v[*n]; (*n)++)
+                buf_append(b, v[*n], strlen(v[*n]) + 1);
+}
+
+static int
+dx_agent_launch(struct backend_proc *p, const struct exec_spec *spec, struct sbx_error *err)
+{
+        const char *cwd = spec->cwd ? spec->cwd : p->sb->workdir ? p->sb->workdir : "";
+        unsigned char h[16];
+        struct buf b = {0};
+        uint32_t argc, envc;
+
+        p->agent = true;
+        list_init(&p->sub.link);
+        p->cwd = xstrdup(cwd);
+        p->argv0 = xstrdup(spec->argv[0]);
+        p->ag = dx_agent_channel(p->sb, err);
+        if (!p->ag)
+                return -EIO;
+        docker_agent_ref(p->ag);
+        p->sub.id = docker_agent_id(p->ag);
+        p->sub.on_msg = dx_agent_msg_cb;
+        p->sub.on_gone = dx_agent_gone_cb;
+        p->sub.ctx = p;
+        buf_append(&b, h, sizeof(h));
+        buf_append(&b, cwd, strlen(cwd) + 1);
+        buf_append(&b, p->state_path ? p->state_path : "",
+                   p->state_path ? strlen(p->state_path) + 1 : 1);
+        dx_agent_strings(&b, spec->argv, &argc);
+        dx_agent_strings(&b, spec->envp, &envc);
+        agent_put32((unsigned char *) b.data, (p->tty ? AGENT_START_TTY : 0) |
+                                                      (p->attach_stdin ? AGENT_START_STDIN : 0) |
+                                                      (p->merge_stderr ? AGENT_START_MERGE : 0));
+        agent_put16((unsigned char *) b.data + 4, p->rows);
+        agent_put16((unsigned char *) b.data + 6, p->cols);
+        agent_put32((unsigned char *) b.data + 8, argc);
+        agent_put32((unsigned char *) b.data + 12, envc);
+        if (b.len > AGENT_MAX_PAYLOAD) {
+                buf_free(&b);
+                sbx_error_param(err, "argv",
+                                "command, environment and cwd together exceed %u bytes",
+                                AGENT_MAX_PAYLOAD);
+                return -E2BIG;
+        }
+        docker_agent_sub(p->ag, &p->sub);
+        dx_agent_send(p, AGENT_START, b.data, b.len);
+        buf_free(&b);
+        p->phase = DX_STREAM;
+        dx_agent_flush_stdin(p);
+        return 0;
+}
+
+static void
+dx_kill_msg_cb(void *ctx, int type, const unsigned char *m, uint32_t len)
+{
+        struct dx_kill *k = ctx;
+
+        if (type != AGENT_KILLED)
+                return;
+        list_del(&k->sub.link);
+        dx_kill_done(k, len >= 4 ? (int) agent_get32(m) : 0);
+}
+
+static void
+dx_kill_gone_cb(void *ctx, const char *why)
+{
+        dx_kill_done(ctx, 0);
+}
+
+static void
+dx_agent_kill_send(struct dx_kill *k, enum agent_kill_mode mode)
+{
+        struct backend_proc *p = k->p;
+        unsigned char b[16];
+        uint32_t id = 0;
+
+        if (!docker_agent_alive(p->ag)) {
+                if (mode == AGENT_KILL_WAIT)
+                        dx_kill_done(k, 0);
+                return;
+        }
+        agent_put32(b, p->sid);
+        agent_put32(b + 4, (uint32_t) k->sig);
+        agent_put32(b + 8, k->grace_ms);
+        agent_put32(b + 12, mode);
+        if (mode == AGENT_KILL_WAIT) {
+                id = docker_agent_id(p->ag);
+                k->sub = (struct docker_agent_sub){
+                        .id = id, .on_msg = dx_kill_msg_cb, .on_gone = dx_kill_gone_cb, .ctx = k};
+                docker_agent_sub(p->ag, &k->sub);
+        }
+        docker_agent_send(p->ag, AGENT_KILL, id, b, sizeof(b), NULL, 0);
+}
+
+/* Signals or kills the exec's tree through the agent; before STARTED the request waits. */
+static void
+dx_agent_kill(struct backend_proc *p, int sig, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+{
+        struct dx_kill *k;
+
+        if (!cb) {
+                struct dx_kill sk = {.p = p, .sig = sig};
+                if (p->sid)
+                        dx_agent_kill_send(&sk, AGENT_KILL_SIGNAL);
+                else if (dx_agent_linked(p))
+                        p->pending_sig = sig;
+                return;
+        }
+        k = xcalloc(1, sizeof(*k));
+        *k = (struct dx_kill){.p = p, .cb = cb, .ctx = ctx, .sig = sig, .grace_ms = grace_ms};
+        list_init(&k->sub.link);
+        dx_ref(p);
+        if (p->sid)
+                dx_agent_kill_send(k, AGENT_KILL_WAIT);
+        else if (dx_agent_linked(p) && !p->pending_kill)
+                p->pending_kill = k;
+        else
+                dx_kill_done(k, 0);
+}
+
 /* Starts a user exec. */
 int
 docker_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
@@ -557,7 +774,7 @@ docker_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
         p->exec_id = xstrdup(spec->exec_id ? spec->exec_id : "p_anon");
         p->pidfile = xasprintf(DOCKER_STATE_DIR "/%s.pid", p->exec_id);
         p->state_path = spec->state_path ? xstrdup(spec->state_path) : NULL;
-        if (dx_launch(p, spec, err) < 0) {
+        if ((sb->use_agent ? dx_agent_launch(p, spec, err) : dx_launch(p, spec, err)) < 0) {
                 dx_unref(p);
                 return -EIO;
         }
@@ -760,12 +977,6 @@ docker_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof
         return 0;
 }
 
-struct dx_kill {
-        struct backend_proc *p;
-        backend_kill_cb cb;
-        void *ctx;
-};
-
 static void
 dx_kill_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *err)
 {
@@ -792,7 +1003,6 @@ dx_kill_run(struct backend_proc *p, const char *mode, int sig, unsigned grace_ms
         k->cb = cb;
         k->ctx = ctx;
         dx_ref(p);
-        p->signalled = sig;
         docker_helper(p->sb, argv, NULL, 0, k, dx_kill_cb);
 }
 
@@ -804,7 +1014,11 @@ docker_exec_signal(struct backend_proc *p, int sig)
                 return -EINVAL;
         if (strcmp(p->sb->state, "running") != 0)
                 return -ESRCH;
-        dx_kill_run(p, "signal", sig, 0, NULL, NULL);
+        p->signalled = sig;
+        if (p->agent)
+                dx_agent_kill(p, sig, 0, NULL, NULL);
+        else
+                dx_kill_run(p, "signal", sig, 0, NULL, NULL);
         return 0;
 }
 
@@ -816,16 +1030,20 @@ docker_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_k
                 cb(ctx, 0, NULL);
                 return;
         }
-        dx_kill_run(p, "kill", SIGTERM, grace_ms, ctx, cb);
+        p->signalled = SIGTERM;
+        if (p->agent)
+                dx_agent_kill(p, SIGTERM, grace_ms, ctx, cb);
+        else
+                dx_kill_run(p, "kill", SIGTERM, grace_ms, ctx, cb);
 }
 
-/* Stops reading output. */
+/* Stops reading output (agent mode: stops crediting the agent). */
 void
 docker_exec_pause(struct backend_proc *p)
 {
         p->paused = true;
-        if (p->conn_init && !uv_is_closing(&p->conn.h) && p->phase >= DX_HANDSHAKE)
-                uv_read_stop(&p->conn.s);
+        if (!p->agent)
+                docker_hijack_pause(&p->hj);
 }
 
 /* Restarts reading output. */
@@ -833,9 +1051,10 @@ void
 docker_exec_resume(struct backend_proc *p)
 {
         p->paused = false;
-        if (p->conn_init && !uv_is_closing(&p->conn.h) && p->phase >= DX_HANDSHAKE &&
-            p->phase <= DX_STREAM)
-                uv_read_start(&p->conn.s, dx_alloc_cb, dx_read_cb);
+        if (p->agent)
+                dx_agent_credit(p);
+        else
+                docker_hijack_resume(&p->hj);
 }
 
 static void
@@ -853,6 +1072,13 @@ docker_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short c
 
         if (!p->tty)
                 return -ENOTTY;
+        if (p->agent) {
+                unsigned char b[4];
+                agent_put16(b, rows);
+                agent_put16(b + 2, cols);
+                dx_agent_send(p, AGENT_RESIZE, b, sizeof(b));
+                return 0;
+        }
         if (!p->deid)
                 return -EAGAIN;
         path = xasprintf("/exec/%s/resize?h=%u&w=%u", p->deid, rows, cols);
@@ -871,6 +1097,8 @@ docker_exec_release(struct backend_proc *p)
         if (!p || p->released)
                 return;
         p->released = true;
-        dx_close_conn(p);
+        if (p->agent)
+                dx_agent_unlink(p);
+        docker_hijack_close(&p->hj);
         dx_unref(p);
 }

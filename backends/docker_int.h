@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "backends/agent_proto.h"
 #include "backends/backend.h"
 #include "backends/http.h"
 #include "protocol/list.h"
@@ -33,8 +34,10 @@ struct docker_state {
         int64_t pids_limit;
         char *default_image;
         char *default_network;
-        char *tmp_size; /* tmpfs /tmp size option */
-        char *instance; /* optional sandboxd.instance label */
+        char *tmp_size;   /* tmpfs /tmp size option */
+        char *instance;   /* optional sandboxd.instance label */
+        char *agent;      /* realpath of sandboxd-agent, NULL: every exec is a `docker exec` */
+        char *agent_note; /* why there is no agent, for backend.list */
         struct list sandboxes;
         struct http_req *events;
         struct buf events_buf;
@@ -57,6 +60,8 @@ struct backend_sandbox {
         uint64_t oom_seen;        /* last oom_kill count read from the container's cgroup */
         struct buf dead_pidfiles; /* space-separated pid files to remove on the next helper */
         unsigned ndead;
+        bool use_agent;             /* the container runs sandboxd-agent (label sandboxd.agent) */
+        struct docker_agent *agent; /* its channel; NULL until the first use */
         int refs;
         bool destroyed;
 };
@@ -78,6 +83,76 @@ void docker_sandbox_mark(struct backend_sandbox *sb, const char *state);
 /* Reference counting for sandboxes shared with pending operations. */
 void docker_sandbox_ref(struct backend_sandbox *sb);
 void docker_sandbox_unref(struct backend_sandbox *sb);
+
+/* A hijacked Docker connection (docker_hijack.c), embedded in its owner. */
+struct docker_hijack_cbs {
+        void (*ref)(void *ctx); /* pins the owner while the handle or a request is pending */
+        void (*unref)(void *ctx);
+        void (*on_open)(void *ctx); /* the upgrade was accepted; writes may start */
+        /* Stream bytes: stream 1 (stdout) or 2 (stderr); always 1 in raw (tty) mode. */
+        void (*on_data)(void *ctx, int stream, const char *data, size_t len);
+        /* The stream ended (error NULL) or could not be opened (error says why). The
+         * connection is closed already; nothing follows. */
+        void (*on_end)(void *ctx, const char *error);
+};
+
+struct docker_hijack {
+        union {
+                uv_handle_t h;
+                uv_stream_t s;
+                uv_pipe_t pipe;
+                uv_tcp_t tcp;
+        } conn;
+        const struct docker_hijack_cbs *cbs; /* set by the owner before open */
+        void *ctx;
+        const char *what;
+        char *request;
+        uv_connect_t connect_req;
+        uv_shutdown_t shutdown_req;
+        struct buf hs;
+        unsigned char fh[8];
+        size_t fh_len;
+        uint32_t frame_left;
+        int frame_stream;
+        bool conn_init, open, raw, reading, paused, shut, ended;
+};
+
+int docker_hijack_open(struct docker_hijack *hj, const char *what, const char *path,
+                       const char *body, bool raw);
+void docker_hijack_send(struct docker_hijack *hj, const void *data, size_t len);
+void docker_hijack_send2(struct docker_hijack *hj, const void *a, size_t alen, const void *b,
+                         size_t blen);
+size_t docker_hijack_queued(const struct docker_hijack *hj);
+void docker_hijack_shutdown(struct docker_hijack *hj);
+void docker_hijack_pause(struct docker_hijack *hj);
+void docker_hijack_resume(struct docker_hijack *hj);
+void docker_hijack_close(struct docker_hijack *hj);
+
+/* The channel to a sandbox's resident sandboxd-agent (docker_agent.c). */
+struct docker_agent;
+/* Someone waiting for messages with one id (an exec, a kill request); owned by the caller,
+ * unlinked with list_del when done. on_gone: the channel went down; s is already unlinked. */
+struct docker_agent_sub {
+        struct list link;
+        uint32_t id;
+        void (*on_msg)(void *ctx, int type, const unsigned char *payload, uint32_t len);
+        void (*on_gone)(void *ctx, const char *why);
+        void *ctx;
+};
+/* error NULL: the agent answered HELLO; else why the channel is down (borrowed). */
+typedef void (*docker_agent_ready_cb)(void *ctx, const char *error);
+
+struct docker_agent *docker_agent_open(struct backend_sandbox *sb, void *ctx,
+                                       docker_agent_ready_cb cb);
+void docker_agent_ref(struct docker_agent *ag);
+void docker_agent_unref(struct docker_agent *ag);
+bool docker_agent_alive(const struct docker_agent *ag);
+const char *docker_agent_error(const struct docker_agent *ag);
+uint32_t docker_agent_id(struct docker_agent *ag);
+void docker_agent_sub(struct docker_agent *ag, struct docker_agent_sub *s);
+void docker_agent_send(struct docker_agent *ag, enum agent_msg type, uint32_t id, const void *a,
+                       size_t alen, const void *b, size_t blen);
+void docker_agent_close(struct docker_agent *ag, const char *why);
 
 /* Helper execs: a small command in the container whose output is collected. */
 typedef void (*docker_helper_cb)(void *ctx, int exit_code, const char *out, size_t len,

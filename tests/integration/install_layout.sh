@@ -47,6 +47,7 @@ for prefix in /usr/local /usr; do
         if [ "$itarget" = install ]; then
                 expect_file "$prefix/sbin/sandboxd" 755
                 expect_file "$prefix/bin/sandboxctl" 755
+                expect_file "$prefix/libexec/sandboxd/sandboxd-agent" 755
         fi
         for unit in system user; do
                 f=$tmp/root$units/$unit/sandboxd.service

@@ -104,7 +104,9 @@ class DockerDaemonTest(DaemonTest):
 
 
 class DockerSandbox(DockerDaemonTest):
+    """Execs through the resident sandboxd-agent (the default)."""
     config = config()
+    agent = True
 
     @classmethod
     def setUpClass(cls):
@@ -222,6 +224,56 @@ class DockerSandbox(DockerDaemonTest):
         d = [b for b in bl if b["name"] == "docker"][0]
         self.assertTrue(d["available"], d)
         self.assertRegex(d["details"]["api_version"], r"^1\.\d+$")
+        self.assertEqual(d["details"]["exec"], "agent" if self.agent else "docker exec")
+
+    def test_exec_mode_visible(self):
+        info = inspect(self.cid)
+        agent_mounts = [m for m in info["Mounts"] if m["Destination"] == "/.sandboxd/agent"]
+        # Through the agent a command is the agent's child; a docker exec's parent is outside
+        # the container's pid namespace.
+        parent = self.exec("main", argv=["sh", "-c", "cat /proc/$PPID/comm"])["stdout"]
+        if self.agent:
+            self.assertEqual(info["Config"]["Cmd"], ["/.sandboxd/agent"])
+            self.assertEqual(info["Config"]["Labels"]["sandboxd.agent"], "1")
+            self.assertEqual(info["HostConfig"]["LogConfig"]["Type"], "none")
+            self.assertEqual(len(agent_mounts), 1, info["Mounts"])
+            self.assertFalse(agent_mounts[0]["RW"])
+            self.assertEqual(parent, "agent\n")
+        else:
+            self.assertEqual(agent_mounts, [])
+            self.assertNotIn("sandboxd.agent", info["Config"]["Labels"])
+            self.assertNotEqual(parent, "agent\n")
+
+    def test_missing_program_and_bad_cwd(self):
+        if not self.agent:
+            # One docker exec per command runs it through sh: exit 127 and sh's message.
+            r = self.exec("main", argv=["/no/such/program"])
+            self.assertEqual(r["exit_code"], 127, r)
+            return
+        with self.assertRaises(RpcError) as e:
+            self.exec("main", argv=["/no/such/program"])
+        self.assertEqual(e.exception.code, -32602)
+        self.assertIn("cannot execute '/no/such/program' in the container", e.exception.message)
+        with self.assertRaises(RpcError) as e:
+            self.exec("main", argv=["true"], cwd="/no/such/dir")
+        self.assertEqual(e.exception.code, -32602)
+        self.assertIn("/no/such/dir", e.exception.message)
+        self.assertEqual(self.exec("main", argv=["true"])["exit_code"], 0)
+
+    def test_agent_requests_not_writable_from_inside(self):
+        if not self.agent:
+            return
+        find = ("for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = agent ] && "
+                "echo ${p#/proc/}; done")
+        pid = self.exec("main", command=find)["stdout"].split()
+        self.assertEqual(len(pid), 1, pid)
+        # Root in the container (the image's user), same uid as the agent: the agent is not
+        # dumpable and the container has no CAP_SYS_PTRACE, so its stdin stays out of reach.
+        r = self.exec("main", command="printf junk > /proc/%s/fd/0" % pid[0])
+        self.assertNotEqual(r["exit_code"], 0, r)
+        self.assertIn("ermission denied", r["stderr"])
+        self.assertEqual(self.exec("main", argv=["echo", "still fine"])["stdout"],
+                         "still fine\n")
 
     def test_oom_reported(self):
         self.create(name="oom", resources={"memory_mb": 32})
@@ -232,6 +284,12 @@ class DockerSandbox(DockerDaemonTest):
         r = self.exec("oom", command="exit 137")
         self.assertFalse(r["oom_killed"], r)
         self.assertEqual(r["exit_code"], 137)
+
+
+class DockerSandboxExecMode(DockerSandbox):
+    """The same tests with one `docker exec` per command (agent = off)."""
+    config = config("agent = off\n")
+    agent = False
 
 
 class DockerPolicy(DockerDaemonTest):
@@ -375,8 +433,9 @@ class DockerRestart(unittest.TestCase):
             self.assertEqual(lst[0]["created_at"], sb["created_at"])
             r = c.call("exec", {"sandbox": "keep", "command": "cat /work/f"})
             self.assertEqual(r["stdout"], "kept\n")
-            self.assertEqual(c.call("sandbox.get", {"id": "keep"})["details"]["container_id"],
-                             cid)
+            got = c.call("sandbox.get", {"id": "keep"})
+            self.assertEqual(got["details"]["container_id"], cid)
+            self.assertFalse(got["host_access"], got)  # the agent's own mount is not the host's
             self.assertIsNone(inspect(orphan), "the orphan was not removed")
             self.assertIsNotNone(inspect(foreign), "another daemon's container was removed")
             c.call("sandbox.destroy", {"id": "keep"}, timeout=60)
@@ -390,6 +449,37 @@ class DockerRestart(unittest.TestCase):
         with open(os.path.join(self.state, "sandboxes.json")) as f:
             self.assertEqual(json.load(f), {"version": 1, "sandboxes": []})
         print("\n    restart with 2 records + 1 orphan: READY after %.2f s" % startup, end=" ")
+
+    def test_killed_daemon_mid_stream_then_agent_resyncs(self):
+        """SIGKILL while the agent streams output: the next daemon's attach starts mid-message
+        and must find the READY that answers its own HELLO; HELLO kills the old exec."""
+        d = self.start()
+        try:
+            c = d.client()
+            sb = c.call("sandbox.create", {"backend": "docker", "name": "s"}, timeout=120)
+            r = c.call("exec", {"sandbox": "s", "command": "yes streaming-7373",
+                                "background": True})
+            deadline = time.monotonic() + 30
+            while not c.output(r["exec_id"]):
+                self.assertLess(time.monotonic(), deadline, "no output streamed")
+                msg = c.read(5)
+                if "method" in msg and "id" not in msg:
+                    c.notifications.append(msg)
+            d.proc.kill()
+        finally:
+            d.stop(expect=-9)
+        cid = sb["details"]["container_id"]
+        self.assertIn("streaming-7373", docker("exec", cid, "ps", "-o", "args").stdout)
+        d = self.start()
+        try:
+            c = d.client()
+            for i in range(5):
+                e = c.call("exec", {"sandbox": "s", "argv": ["echo", "after-%d" % i]})
+                self.assertEqual(e["stdout"], "after-%d\n" % i)
+            self.assertNotIn("streaming-7373", docker("exec", cid, "ps", "-o", "args").stdout)
+            c.close()
+        finally:
+            d.stop()
 
     def test_corrupt_records_moved_aside(self):
         os.makedirs(self.state, exist_ok=True)

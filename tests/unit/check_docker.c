@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,25 @@ backend_up(const char *config_json)
         me.gid = getgid();
         ck_assert_int_eq(ops->init(&loop, cfg, &err), 0);
         json_decref(cfg);
+}
+
+/* Exec tests run twice: _i = 0 through the resident sandboxd-agent (build/<variant>/, next to
+ * tests/), _i = 1 with one `docker exec` per command (agent = off). */
+static const char *
+exec_mode(int i)
+{
+        static char cfg[PATH_MAX + 64];
+        char self[PATH_MAX];
+        ssize_t n;
+
+        if (i == 1)
+                return "{\"agent\": \"off\"}";
+        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        ck_assert_int_gt(n, 0);
+        self[n] = '\0';
+        *strrchr(self, '/') = '\0';
+        snprintf(cfg, sizeof(cfg), "{\"agent\": \"%s/../sandboxd-agent\"}", self);
+        return cfg;
 }
 
 static void
@@ -515,9 +535,46 @@ START_TEST(test_swapped_bind_source_rejected)
 }
 END_TEST
 
+START_TEST(test_exec_mode_used)
+{
+        backend_up(exec_mode(_i));
+        struct backend_sandbox *sb = create_default();
+        char *argv[] = {"sh", "-c", "cat /proc/$PPID/comm", NULL};
+        struct run r = {0};
+
+        /* Through the agent the command is the agent's child; a docker exec's parent lies
+         * outside the container (PPID 0, no /proc/0). */
+        ck_assert(sb->use_agent == (_i == 0));
+        run_argv(sb, argv, &r);
+        if (_i == 0)
+                ck_assert_str_eq(r.out.data ? r.out.data : "", "agent\n");
+        else
+                ck_assert_msg(!r.out.data || !strstr(r.out.data, "agent"), "%s", r.out.data);
+        run_free(&r);
+        destroy(sb);
+        backend_down();
+}
+END_TEST
+
+START_TEST(test_agent_config_errors)
+{
+        struct sbx_error err = {0};
+        json_t *cfg = json_pack("{s:s}", "agent", "/nonexistent/sandboxd-agent");
+
+        util_json_alloc_init();
+        ck_assert_int_eq(uv_loop_init(&loop), 0);
+        ck_assert_int_eq(ops->init(&loop, cfg, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/sandboxd-agent"));
+        ck_assert_ptr_nonnull(strstr(err.message, "agent = off"));
+        sbx_error_clear(&err);
+        json_decref(cfg);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 START_TEST(test_demux_interleaved)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"sh", "-c",
                         "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done; exit 3", NULL};
@@ -536,7 +593,7 @@ END_TEST
 
 START_TEST(test_stdin_round_trip)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"cat", NULL};
         struct exec_spec spec = {
@@ -567,7 +624,7 @@ count_output(void *ctx, enum backend_stream s, const char *data, size_t len)
 
 START_TEST(test_100mb_output)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"head", "-c", "104857600", "/dev/zero", NULL};
         struct exec_spec spec = {.argv = argv, .exec_id = "p_big"};
@@ -603,7 +660,7 @@ kill_cb(void *ctx, int survivors, const struct sbx_error *err)
 
 START_TEST(test_kill_tree_inside_container)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"sh", "-c",
                         "sleep 1001 & (sleep 1002 &) ; sh -c 'sleep 1003' & echo started; wait",
@@ -635,7 +692,7 @@ END_TEST
 
 START_TEST(test_oom_reported)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct sandbox_spec s = spec_default(NULL);
         struct created c = {0};
         s.res.memory_mb = 32;
@@ -664,7 +721,7 @@ END_TEST
 
 START_TEST(test_container_removed_behind_our_back)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *path = xasprintf("/containers/%s?force=1", docker_sandbox_container(sb));
         long st;
@@ -691,7 +748,7 @@ END_TEST
 
 START_TEST(test_save_adopt_after_restart)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         json_t *rec = ops->save(sb);
         char *cid = xstrdup(docker_sandbox_container(sb));
@@ -758,7 +815,7 @@ blocking_remove(const char *cid)
 
 START_TEST(test_container_vanished_before_event)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"true", NULL};
         struct exec_spec spec = {.argv = argv, .exec_id = "p_race"};
@@ -895,7 +952,7 @@ END_TEST
 
 START_TEST(test_shell_state)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char **argv = shell_wrap("sh", "cd /root && export FOO=bar && echo ran",
                                  DOCKER_STATE_DIR "/p_state.state");
@@ -923,7 +980,7 @@ END_TEST
 
 START_TEST(test_pty_and_resize)
 {
-        backend_up(NULL);
+        backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
         char *argv[] = {"sh", "-c", "tty; stty size; while read x; do stty size; done", NULL};
         struct exec_spec spec = {
@@ -980,6 +1037,91 @@ fake_reply(int fd, const char *status, const char *body)
                 _exit(2);
 }
 
+/* Writes one Docker stdout frame. */
+static void
+fake_frame(int fd, const void *data, size_t len)
+{
+        unsigned char h[8] = {1,
+                              0,
+                              0,
+                              0,
+                              (unsigned char) (len >> 24),
+                              (unsigned char) (len >> 16),
+                              (unsigned char) (len >> 8),
+                              (unsigned char) len};
+
+        if (write(fd, h, 8) != 8 || write(fd, data, len) != (ssize_t) len)
+                _exit(2);
+}
+
+/* Appends one agent message to b. */
+static void
+fake_msg(struct buf *b, uint32_t id, enum agent_msg type, const void *p, size_t len)
+{
+        unsigned char h[AGENT_HDR_LEN];
+
+        agent_hdr(h, (uint32_t) len, id, type);
+        buf_append(b, h, sizeof(h));
+        buf_append(b, p, len);
+}
+
+static void
+fake_read_full(int fd, void *p, size_t len)
+{
+        size_t got = 0;
+
+        while (got < len) {
+                ssize_t n = read(fd, (char *) p + got, len - got);
+                if (n <= 0)
+                        _exit(3);
+                got += (size_t) n;
+        }
+}
+
+/* An attach whose stream starts with the tail of an earlier session: a torn message, a forged
+ * READY with the wrong nonce, and output for exec id 1 queued before the HELLO was read. Only
+ * the READY echoing the daemon's nonce starts the session; then one exec is answered. */
+static void
+fake_agent(int fd)
+{
+        static const char head[] = "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\n"
+                                   "Upgrade: tcp\r\n\r\n";
+        unsigned char hello[AGENT_HDR_LEN + 4 + AGENT_NONCE_LEN], r[8 + AGENT_NONCE_LEN];
+        unsigned char start[AGENT_HDR_LEN], w[8] = {0};
+        struct buf b = {0};
+        char *body;
+
+        if (write(fd, head, strlen(head)) < 0)
+                _exit(2);
+        buf_append(&b, "\x07\x00\x01tail of an old message", 24);
+        agent_put32(r, AGENT_PROTO_VERSION);
+        agent_put32(r + 4, 7);
+        memset(r + 8, 'x', AGENT_NONCE_LEN); /* forged: a wrong nonce */
+        fake_msg(&b, 0, AGENT_READY, r, sizeof(r));
+        fake_frame(fd, b.data, b.len);
+        buf_consume(&b, b.len);
+        fake_read_full(fd, hello, sizeof(hello));
+        fake_msg(&b, 1, AGENT_STDOUT, "stale\n", 6);
+        memcpy(r + 8, hello + AGENT_HDR_LEN + 4, AGENT_NONCE_LEN);
+        fake_msg(&b, 0, AGENT_READY, r, sizeof(r));
+        fake_frame(fd, b.data, 17); /* the READY split across frames, as Docker may */
+        fake_frame(fd, b.data + 17, b.len - 17);
+        buf_consume(&b, b.len);
+        fake_read_full(fd, start, sizeof(start));
+        body = xmalloc(agent_get32(start));
+        fake_read_full(fd, body, agent_get32(start));
+        agent_put32(w, 4242);
+        fake_msg(&b, agent_get32(start + 4), AGENT_STARTED, w, 4);
+        fake_msg(&b, agent_get32(start + 4), AGENT_STDOUT, "fresh\n", 6);
+        agent_put32(w, 3 << 8); /* wait status: exit 3 */
+        fake_msg(&b, agent_get32(start + 4), AGENT_EXIT, w, 8);
+        fake_frame(fd, b.data, b.len);
+        buf_free(&b);
+        free(body);
+        while (read(fd, w, sizeof(w)) > 0)
+                ;
+}
+
 static void
 fake_serve(int fd)
 {
@@ -1015,6 +1157,14 @@ fake_serve(int fd)
                 fake_reply(fd, "200 OK",
                            "{\"Id\":\"fakeid\",\"Mounts\":[],\"HostConfig\":{\"NetworkMode\":"
                            "\"none\"},\"Config\":{\"WorkingDir\":\"\"}}");
+        else if (strstr(req, "GET /v1.41/containers/agentid/json"))
+                fake_reply(fd, "200 OK",
+                           "{\"Id\":\"agentid\",\"Name\":\"/sandboxd-sbx_fakeagent\","
+                           "\"State\":{\"Running\":true},\"Mounts\":[],\"HostConfig\":{},"
+                           "\"Config\":{\"WorkingDir\":\"/\",\"Labels\":{\"sandboxd.sandbox\":"
+                           "\"sbx_fakeagent\",\"sandboxd.agent\":\"1\"}}}");
+        else if (strstr(req, "POST /v1.41/containers/agentid/attach"))
+                fake_agent(fd);
         else if (strstr(req, "POST /v1.41/containers/fakeid/start"))
                 fake_reply(fd, "204 No Content", "");
         else if (strstr(req, "DELETE /v1.41/containers/fakeid"))
@@ -1056,7 +1206,7 @@ START_TEST(test_pull_progress_fake)
 
         snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
         pid = fake_start(path);
-        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\"}", path);
+        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
         backend_up(cfg);
         struct sandbox_spec s = spec_default("sbx_fake");
         struct created c = {0};
@@ -1068,6 +1218,39 @@ START_TEST(test_pull_progress_fake)
         ck_assert_int_eq(c.last_total, 1500); /* layer bytes summed over layers */
         destroy(c.sb);
         spec_free(&s);
+        backend_down();
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        unlink(path);
+}
+END_TEST
+
+START_TEST(test_agent_resync_fake)
+{
+        char path[64], cfg[160];
+        pid_t pid;
+        json_t *rec = json_pack("{s:s}", "container_id", "agentid");
+
+        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
+        pid = fake_start(path);
+        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
+        backend_up(cfg);
+        struct sandbox_spec s = spec_default("sbx_fakeagent");
+        struct created c = {0};
+        ops->adopt(&s, rec, &c, create_cb);
+        run_until(&c.done);
+        ck_assert_msg(c.sb != NULL, "%s", c.err.message);
+        ck_assert(c.sb->use_agent); /* from the label, whatever this daemon's own setting */
+
+        char *argv[] = {"true", NULL};
+        struct run r = {0};
+        run_argv(c.sb, argv, &r);
+        ck_assert_msg(!r.error_seen, "exec failed");
+        ck_assert_str_eq(r.out.data ? r.out.data : "", "fresh\n");
+        ck_assert_int_eq(r.ex.exit_code, 3);
+        run_free(&r);
+        spec_free(&s); /* the sandbox goes with the backend's shutdown */
+        json_decref(rec);
         backend_down();
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -1114,20 +1297,23 @@ docker_suite(void)
         tcase_add_test(tc, test_policy_denies_dangerous_specs);
         tcase_add_test(tc, test_named_volume_bind_etc);
         tcase_add_test(tc, test_swapped_bind_source_rejected);
-        tcase_add_test(tc, test_demux_interleaved);
-        tcase_add_test(tc, test_stdin_round_trip);
-        tcase_add_test(tc, test_100mb_output);
-        tcase_add_test(tc, test_kill_tree_inside_container);
-        tcase_add_test(tc, test_oom_reported);
-        tcase_add_test(tc, test_container_removed_behind_our_back);
-        tcase_add_test(tc, test_container_vanished_before_event);
-        tcase_add_test(tc, test_save_adopt_after_restart);
+        tcase_add_loop_test(tc, test_exec_mode_used, 0, 2);
+        tcase_add_test(tc, test_agent_config_errors);
+        tcase_add_loop_test(tc, test_demux_interleaved, 0, 2);
+        tcase_add_loop_test(tc, test_stdin_round_trip, 0, 2);
+        tcase_add_loop_test(tc, test_100mb_output, 0, 2);
+        tcase_add_loop_test(tc, test_kill_tree_inside_container, 0, 2);
+        tcase_add_loop_test(tc, test_oom_reported, 0, 2);
+        tcase_add_loop_test(tc, test_container_removed_behind_our_back, 0, 2);
+        tcase_add_loop_test(tc, test_container_vanished_before_event, 0, 2);
+        tcase_add_loop_test(tc, test_save_adopt_after_restart, 0, 2);
         tcase_add_test(tc, test_reap_orphans);
         tcase_add_test(tc, test_file_round_trip_binary);
-        tcase_add_test(tc, test_shell_state);
-        tcase_add_test(tc, test_pty_and_resize);
+        tcase_add_loop_test(tc, test_shell_state, 0, 2);
+        tcase_add_loop_test(tc, test_pty_and_resize, 0, 2);
         tcase_add_test(tc, test_pull_progress_fake);
         tcase_add_test(tc, test_probe_fake);
+        tcase_add_test(tc, test_agent_resync_fake);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,311 @@
+/* docker_hijack.c — Docker's hijacked connections, driven by hand on a libuv stream.
+ *
+ * /exec/{id}/start and /containers/{id}/attach answer "101 UPGRADED" and then carry raw stdin
+ * one way and, without a tty, 8-byte-framed stdout/stderr the other ([stream, 0, 0, 0,
+ * size32be]). libcurl's easy handle does not model that, so the request is written and the
+ * stream read here. The struct lives inside its owner, which the ref/unref callbacks keep alive
+ * while the handle or a request is pending.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/docker_int.h"
+#include "backends/http1.h"
+
+#define HIJACK_HEAD_MAX (64u << 10)
+
+struct hijack_write {
+        uv_write_t req;
+        struct docker_hijack *hj;
+        char data[];
+};
+
+static void
+hijack_close_cb(uv_handle_t *h)
+{
+        struct docker_hijack *hj = h->data;
+
+        hj->cbs->unref(hj->ctx);
+}
+
+/* Closes the connection (idempotent); no callback follows. */
+void
+docker_hijack_close(struct docker_hijack *hj)
+{
+        hj->ended = true;
+        if (!hj->conn_init || uv_is_closing(&hj->conn.h))
+                return;
+        uv_close(&hj->conn.h, hijack_close_cb);
+}
+
+static void
+hijack_end(struct docker_hijack *hj, const char *error)
+{
+        if (hj->ended)
+                return;
+        docker_hijack_close(hj);
+        hj->cbs->on_end(hj->ctx, error);
+}
+
+/* Ends with "<prefix><what>: <detail>" (the prefix reads into what, e.g. "docker attach"). */
+static void
+hijack_endf(struct docker_hijack *hj, const char *prefix, const char *detail)
+{
+        char *msg = xasprintf("%s%s: %s", prefix, hj->what, detail);
+
+        hijack_end(hj, msg);
+        free(msg);
+}
+
+/* Demultiplexes the framed stream. */
+static void
+hijack_demux(struct docker_hijack *hj, const char *data, size_t len)
+{
+        while (len && !hj->ended) {
+                if (hj->frame_left) {
+                        size_t n = MIN(len, (size_t) hj->frame_left);
+                        hj->frame_left -= (uint32_t) n;
+                        hj->cbs->on_data(hj->ctx, hj->frame_stream, data, n);
+                        data += n;
+                        len -= n;
+                        continue;
+                }
+                size_t n = MIN(len, sizeof(hj->fh) - hj->fh_len);
+                memcpy(hj->fh + hj->fh_len, data, n);
+                hj->fh_len += n;
+                data += n;
+                len -= n;
+                if (hj->fh_len < sizeof(hj->fh))
+                        continue;
+                hj->fh_len = 0;
+                hj->frame_stream = hj->fh[0] == 2 ? 2 : 1;
+                hj->frame_left = (uint32_t) hj->fh[4] << 24 | (uint32_t) hj->fh[5] << 16 |
+                                 (uint32_t) hj->fh[6] << 8 | hj->fh[7];
+        }
+}
+
+static void
+hijack_bytes(struct docker_hijack *hj, const char *data, size_t len)
+{
+        if (hj->raw)
+                hj->cbs->on_data(hj->ctx, 1, data, len);
+        else
+                hijack_demux(hj, data, len);
+}
+
+static void
+hijack_write_cb(uv_write_t *req, int status)
+{
+        struct hijack_write *w = (struct hijack_write *) req;
+
+        w->hj->cbs->unref(w->hj->ctx);
+        free(w);
+}
+
+/* Writes a (copied) and then b (copied) as one write; a no-op once the stream is closed. */
+void
+docker_hijack_send2(struct docker_hijack *hj, const void *a, size_t alen, const void *b,
+                    size_t blen)
+{
+        struct hijack_write *w;
+        uv_buf_t ub;
+
+        if (!hj->conn_init || uv_is_closing(&hj->conn.h) || alen + blen == 0)
+                return;
+        w = xmalloc(sizeof(*w) + alen + blen);
+        memcpy(w->data, a, alen);
+        if (blen)
+                memcpy(w->data + alen, b, blen);
+        w->hj = hj;
+        ub = uv_buf_init(w->data, (unsigned) (alen + blen));
+        hj->cbs->ref(hj->ctx);
+        if (uv_write(&w->req, &hj->conn.s, &ub, 1, hijack_write_cb) < 0) {
+                hj->cbs->unref(hj->ctx);
+                free(w);
+        }
+}
+
+/* Writes data (copied). */
+void
+docker_hijack_send(struct docker_hijack *hj, const void *data, size_t len)
+{
+        docker_hijack_send2(hj, data, len, NULL, 0);
+}
+
+/* Bytes waiting in the kernel-side write queue of the connection. */
+size_t
+docker_hijack_queued(const struct docker_hijack *hj)
+{
+        return hj->conn_init ? uv_stream_get_write_queue_size(&hj->conn.s) : 0;
+}
+
+static void
+hijack_shutdown_cb(uv_shutdown_t *req, int status)
+{
+        struct docker_hijack *hj = req->data;
+
+        hj->cbs->unref(hj->ctx);
+}
+
+/* Half-closes the connection after the queued writes (stdin EOF). */
+void
+docker_hijack_shutdown(struct docker_hijack *hj)
+{
+        if (!hj->open || hj->shut || uv_is_closing(&hj->conn.h))
+                return;
+        hj->shut = true;
+        hj->shutdown_req.data = hj;
+        hj->cbs->ref(hj->ctx);
+        if (uv_shutdown(&hj->shutdown_req, &hj->conn.s, hijack_shutdown_cb) < 0)
+                hj->cbs->unref(hj->ctx);
+}
+
+static void
+hijack_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+        static char slab[64 * 1024];
+
+        b->base = slab;
+        b->len = sizeof(slab);
+}
+
+static void hijack_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+
+/* Stops reading (backpressure). */
+void
+docker_hijack_pause(struct docker_hijack *hj)
+{
+        hj->paused = true;
+        if (hj->reading && !uv_is_closing(&hj->conn.h))
+                uv_read_stop(&hj->conn.s);
+}
+
+/* Restarts reading. */
+void
+docker_hijack_resume(struct docker_hijack *hj)
+{
+        hj->paused = false;
+        if (hj->reading && !hj->ended && !uv_is_closing(&hj->conn.h))
+                uv_read_start(&hj->conn.s, hijack_alloc_cb, hijack_read_cb);
+}
+
+/* Parses the answer head; on 101 the stream is open and any bytes after the head are data. */
+static void
+hijack_handshake(struct docker_hijack *hj)
+{
+        struct http1_head h;
+        int rc = http1_parse_head(hj->hs.data, hj->hs.len, HIJACK_HEAD_MAX, &h);
+        char *raw;
+
+        if (rc == 0)
+                return;
+        if (rc < 0 || (h.status != 101 && h.status != 200)) {
+                raw = xasprintf("%.*s", (int) MIN(hj->hs.len, 300u), hj->hs.data);
+                hijack_endf(hj, "answer to docker ", raw);
+                free(raw);
+                return;
+        }
+        hj->open = true;
+        hj->cbs->ref(hj->ctx); /* on_open may close the stream */
+        hj->cbs->on_open(hj->ctx);
+        if (!hj->ended && hj->hs.len > h.head_len)
+                hijack_bytes(hj, hj->hs.data + h.head_len, hj->hs.len - h.head_len);
+        buf_free(&hj->hs);
+        hj->cbs->unref(hj->ctx);
+}
+
+static void
+hijack_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+        struct docker_hijack *hj = s->data;
+
+        if (hj->ended)
+                return;
+        if (n < 0) {
+                if (hj->open)
+                        hijack_end(hj, NULL);
+                else
+                        hijack_endf(hj, "docker closed the connection before answering ",
+                                    uv_strerror((int) n));
+                return;
+        }
+        if (hj->open) {
+                hijack_bytes(hj, b->base, (size_t) n);
+                return;
+        }
+        buf_append(&hj->hs, b->base, (size_t) n);
+        hijack_handshake(hj);
+}
+
+static void
+hijack_connect_cb(uv_connect_t *req, int status)
+{
+        struct docker_hijack *hj = req->data;
+
+        if (status < 0 && !hj->ended)
+                hijack_endf(hj, "cannot connect to docker for ", uv_strerror(status));
+        if (!hj->ended) {
+                docker_hijack_send(hj, hj->request, strlen(hj->request));
+                hj->reading = true;
+                if (!hj->paused)
+                        uv_read_start(&hj->conn.s, hijack_alloc_cb, hijack_read_cb);
+        }
+        free(hj->request);
+        hj->request = NULL;
+        hj->cbs->unref(hj->ctx);
+}
+
+static int
+hijack_connect(struct docker_hijack *hj)
+{
+        struct sockaddr_storage ss;
+
+        if (docker.sock_path) {
+                uv_pipe_connect(&hj->connect_req, &hj->conn.pipe, docker.sock_path,
+                                hijack_connect_cb);
+                return 0;
+        }
+        if (uv_ip4_addr(docker.tcp_host, docker.tcp_port, (struct sockaddr_in *) &ss) < 0 &&
+            uv_ip6_addr(docker.tcp_host, docker.tcp_port, (struct sockaddr_in6 *) &ss) < 0)
+                return -EAFNOSUPPORT;
+        return uv_tcp_connect(&hj->connect_req, &hj->conn.tcp, (struct sockaddr *) &ss,
+                              hijack_connect_cb);
+}
+
+/* Connects and sends "POST /<api><path>" with body (JSON, may be NULL) asking for an upgrade.
+ * what names the call in errors ("exec start", "attach"). Returns 0, or negative errno with
+ * nothing pending (on_end is not called then). */
+int
+docker_hijack_open(struct docker_hijack *hj, const char *what, const char *path, const char *body,
+                   bool raw)
+{
+        int rc;
+
+        if (docker.tls)
+                return -EPROTONOSUPPORT;
+        hj->what = what;
+        hj->raw = raw;
+        hj->request = xasprintf("POST /" DOCKER_API "%s HTTP/1.1\r\nHost: docker\r\n"
+                                "Content-Type: application/json\r\nConnection: Upgrade\r\n"
+                                "Upgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
+                                path, body ? strlen(body) : 0, body ? body : "");
+        if (docker.sock_path)
+                uv_pipe_init(docker.loop, &hj->conn.pipe, 0);
+        else
+                uv_tcp_init(docker.loop, &hj->conn.tcp);
+        hj->conn.h.data = hj;
+        hj->conn_init = true;
+        hj->cbs->ref(hj->ctx); /* the handle, until its close callback */
+        hj->connect_req.data = hj;
+        hj->cbs->ref(hj->ctx); /* the connect request */
+        rc = hijack_connect(hj);
+        if (rc < 0) {
+                hj->cbs->unref(hj->ctx);
+                free(hj->request);
+                hj->request = NULL;
+                hj->ended = true;
+                uv_close(&hj->conn.h, hijack_close_cb);
+        }
+        return rc;
+}

@@ -1,0 +1,959 @@
+/* check_agent.c — sandboxd-agent driven over pipes with the agent_proto.h wire format.
+ * The agent binary is build/<variant>/sandboxd-agent next to build/<variant>/tests/. No sleeps:
+ * every wait blocks on the agent's stdout (or a FIFO) with a poll timeout as a safety net. */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/agent_proto.h"
+#include "protocol/util.h"
+
+#define MAX_RUNS   1100
+#define TIMEOUT_MS 5000
+
+struct msg {
+        uint32_t id, len;
+        unsigned type;
+        unsigned char *p;
+};
+
+struct run {
+        int started, failed, exited, bad;
+        uint32_t pid, err, acked, flags;
+        int32_t status;
+        char step[32];
+        struct buf out, errb, state;
+        uint32_t max_chunk;
+};
+
+static struct {
+        pid_t pid;
+        int in, out;
+} ag = {0, -1, -1};
+
+static struct run runs[MAX_RUNS];
+static int killed_got[MAX_RUNS];
+static uint32_t killed_n[MAX_RUNS];
+static int ready_count, error_count;
+static uint32_t ready_version, ready_pid;
+static char error_text[256];
+static char tmpdir[64];
+
+static void
+agent_path(char *out, size_t n)
+{
+        char exe[PATH_MAX];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+        ck_assert_int_gt(len, 0);
+        exe[len] = 0;
+        snprintf(out, n, "%s/../sandboxd-agent", dirname(exe));
+}
+
+static void
+spawn_agent(void)
+{
+        char path[PATH_MAX + 32];
+        int in[2], out[2];
+
+        agent_path(path, sizeof(path));
+        ck_assert_msg(access(path, X_OK) == 0, "agent binary %s: %s", path, strerror(errno));
+        ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        ag.pid = fork();
+        ck_assert_int_ge(ag.pid, 0);
+        if (ag.pid == 0) {
+                dup2(in[0], 0);
+                dup2(out[1], 1);
+                execl(path, "sandboxd-agent", (char *) NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        ag.in = in[1];
+        ag.out = out[0];
+}
+
+static void
+send_msg(uint32_t id, unsigned type, const void *p, uint32_t len)
+{
+        unsigned char h[AGENT_HDR_LEN];
+        size_t off = 0;
+        ssize_t n;
+
+        agent_hdr(h, len, id, (enum agent_msg) type);
+        ck_assert_int_eq(write(ag.in, h, sizeof(h)), (ssize_t) sizeof(h));
+        while (off < len) {
+                n = write(ag.in, (const char *) p + off, len - off);
+                ck_assert_msg(n > 0, "write to agent: %s", strerror(errno));
+                off += (size_t) n;
+        }
+}
+
+static void
+send32(uint32_t id, unsigned type, uint32_t v)
+{
+        unsigned char p[4];
+
+        agent_put32(p, v);
+        send_msg(id, type, p, 4);
+}
+
+/* HELLO with a nonce of the given fill byte; READY must echo it. */
+static unsigned char hello_nonce[AGENT_NONCE_LEN];
+
+static void
+send_hello(uint32_t version, unsigned char fill)
+{
+        unsigned char p[4 + AGENT_NONCE_LEN];
+
+        agent_put32(p, version);
+        memset(hello_nonce, fill, sizeof(hello_nonce));
+        memcpy(p + 4, hello_nonce, sizeof(hello_nonce));
+        send_msg(0, AGENT_HELLO, p, sizeof(p));
+}
+
+static void
+send_kill(uint32_t id, uint32_t sid, uint32_t sig, uint32_t grace, uint32_t mode)
+{
+        unsigned char p[16];
+
+        agent_put32(p, sid);
+        agent_put32(p + 4, sig);
+        agent_put32(p + 8, grace);
+        agent_put32(p + 12, mode);
+        send_msg(id, AGENT_KILL, p, 16);
+}
+
+static void
+send_start(uint32_t id, uint32_t flags, uint16_t rows, uint16_t cols, const char *cwd,
+           const char *state, const char *const *argv, const char *const *env)
+{
+        unsigned char fixed[16];
+        struct buf b = {0};
+        uint32_t argc = 0, envc = 0, i;
+
+        while (argv[argc])
+                argc++;
+        while (env && env[envc])
+                envc++;
+        agent_put32(fixed, flags);
+        agent_put16(fixed + 4, rows);
+        agent_put16(fixed + 6, cols);
+        agent_put32(fixed + 8, argc);
+        agent_put32(fixed + 12, envc);
+        buf_append(&b, fixed, sizeof(fixed));
+        buf_append(&b, cwd, strlen(cwd) + 1);
+        buf_append(&b, state, strlen(state) + 1);
+        for (i = 0; i < argc; i++)
+                buf_append(&b, argv[i], strlen(argv[i]) + 1);
+        for (i = 0; i < envc; i++)
+                buf_append(&b, env[i], strlen(env[i]) + 1);
+        send_msg(id, AGENT_START, b.data, (uint32_t) b.len);
+        buf_free(&b);
+}
+
+static int64_t
+now_ms(void)
+{
+        return (int64_t) (util_now_ns() / 1000000);
+}
+
+/* Reads exactly n bytes within timeout_ms; -1 on EOF or timeout. */
+static int
+read_full(int fd, void *dst, size_t n, int64_t deadline)
+{
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        size_t got = 0;
+        ssize_t r;
+
+        while (got < n) {
+                int64_t left = deadline - now_ms();
+
+                if (left <= 0 || poll(&pfd, 1, (int) left) <= 0)
+                        return -1;
+                r = read(fd, (char *) dst + got, n - got);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return -1;
+                got += (size_t) r;
+        }
+        return 0;
+}
+
+/* Reads one message; -1 on EOF or timeout. */
+static int
+recv_msg(struct msg *m, int timeout_ms)
+{
+        unsigned char h[AGENT_HDR_LEN];
+        int64_t deadline = now_ms() + timeout_ms;
+
+        if (read_full(ag.out, h, sizeof(h), deadline) < 0)
+                return -1;
+        m->len = agent_get32(h);
+        m->id = agent_get32(h + 4);
+        m->type = h[8];
+        ck_assert_uint_le(m->len, AGENT_MAX_PAYLOAD);
+        m->p = xrealloc(m->p, m->len + 1);
+        ck_assert_int_eq(read_full(ag.out, m->p, m->len, deadline), 0);
+        m->p[m->len] = 0;
+        return 0;
+}
+
+static void
+run_apply(struct run *r, const struct msg *m)
+{
+        if (r->exited || r->failed ||
+            (!r->started && m->type != AGENT_STARTED && m->type != AGENT_FAILED))
+                r->bad = 1;
+        switch (m->type) {
+        case AGENT_STARTED:
+                r->started = 1;
+                r->pid = agent_get32(m->p);
+                break;
+        case AGENT_FAILED:
+                r->failed = 1;
+                r->err = agent_get32(m->p);
+                snprintf(r->step, sizeof(r->step), "%s", (const char *) m->p + 4);
+                break;
+        case AGENT_STDOUT:
+        case AGENT_STDERR:
+                buf_append(m->type == AGENT_STDOUT ? &r->out : &r->errb, m->p, m->len);
+                r->max_chunk = m->len > r->max_chunk ? m->len : r->max_chunk;
+                break;
+        case AGENT_ACK:
+                r->acked += agent_get32(m->p);
+                break;
+        case AGENT_EXIT:
+                r->exited = 1;
+                r->status = (int32_t) agent_get32(m->p);
+                r->flags = agent_get32(m->p + 4);
+                buf_append(&r->state, m->p + 8, m->len - 8);
+                break;
+        default:
+                ck_abort_msg("unexpected message type %u for id %u", m->type, m->id);
+        }
+}
+
+static void
+apply(const struct msg *m)
+{
+        ck_assert_uint_lt(m->id, MAX_RUNS);
+        switch (m->type) {
+        case AGENT_READY:
+                ck_assert_uint_eq(m->len, 8 + AGENT_NONCE_LEN);
+                ck_assert_mem_eq(m->p + 8, hello_nonce, AGENT_NONCE_LEN);
+                ready_count++;
+                ready_version = agent_get32(m->p);
+                ready_pid = agent_get32(m->p + 4);
+                break;
+        case AGENT_ERROR:
+                error_count++;
+                snprintf(error_text, sizeof(error_text), "%s", (const char *) m->p);
+                break;
+        case AGENT_KILLED:
+                killed_got[m->id] = 1;
+                killed_n[m->id] = agent_get32(m->p);
+                break;
+        default:
+                ck_assert_uint_ne(m->id, 0);
+                run_apply(&runs[m->id], m);
+        }
+}
+
+/* Handles one message, failing the test if none comes within timeout_ms. */
+static void
+pump_within(int timeout_ms)
+{
+        static struct msg m;
+
+        ck_assert_msg(recv_msg(&m, timeout_ms) == 0, "no message from the agent within %d ms",
+                      timeout_ms);
+        apply(&m);
+}
+
+static void
+pump(void)
+{
+        pump_within(TIMEOUT_MS);
+}
+
+static struct run *
+wait_exit(uint32_t id)
+{
+        while (!runs[id].exited && !runs[id].failed)
+                pump();
+        ck_assert_msg(!runs[id].bad, "messages for id %u out of order", id);
+        return &runs[id];
+}
+
+static void
+wait_output(uint32_t id, const char *needle)
+{
+        for (;;) {
+                buf_append(&runs[id].out, "", 1);
+                runs[id].out.len--;
+                if (strstr(runs[id].out.data, needle))
+                        return;
+                ck_assert_msg(!runs[id].exited, "exec %u ended without printing %s", id, needle);
+                pump();
+        }
+}
+
+static const char *
+out_str(struct run *r)
+{
+        buf_append(&r->out, "", 1);
+        r->out.len--;
+        return r->out.data;
+}
+
+/* Counts live (non-zombie) processes of session sid. */
+static int
+session_count(pid_t sid)
+{
+        char path[300], buf[512], state;
+        struct dirent *d;
+        int n = 0, fd, psid;
+        DIR *dir = opendir("/proc");
+        ssize_t r;
+        char *rp;
+
+        ck_assert_ptr_nonnull(dir);
+        while ((d = readdir(dir))) {
+                if (d->d_name[0] < '1' || d->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                r = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (r <= 0)
+                        continue;
+                buf[r] = 0;
+                rp = strrchr(buf, ')');
+                if (rp && sscanf(rp + 1, " %c %*d %*d %d", &state, &psid) == 2 && psid == sid &&
+                    state != 'Z')
+                        n++;
+        }
+        closedir(dir);
+        return n;
+}
+
+/* 1 if pid is gone or a zombie. */
+static int
+proc_dead(pid_t pid)
+{
+        char path[64], buf[512];
+        ssize_t r;
+        char *rp;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 1;
+        r = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (r <= 0)
+                return 1;
+        buf[r] = 0;
+        rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' && rp[2] == 'Z';
+}
+
+static void
+setup(void)
+{
+        memset(runs, 0, sizeof(runs));
+        memset(killed_got, 0, sizeof(killed_got));
+        ready_count = error_count = 0;
+        signal(SIGPIPE, SIG_IGN);
+        setenv("CHECK_AGENT_INHERITED", "inh-value", 1);
+        setenv("CHECK_AGENT_OVR", "old", 1);
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_agent.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+        spawn_agent();
+        send_hello(AGENT_PROTO_VERSION, 0xa1);
+        while (ready_count == 0)
+                pump();
+}
+
+static void
+teardown(void)
+{
+        char cmd[128];
+        int st;
+
+        if (ag.in >= 0)
+                close(ag.in);
+        if (ag.pid > 0)
+                waitpid(ag.pid, &st, 0);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "cleanup of %s failed\n", tmpdir);
+}
+
+START_TEST(test_hello)
+{
+        ck_assert_uint_eq(ready_version, AGENT_PROTO_VERSION);
+        ck_assert_uint_eq(ready_pid, (uint32_t) ag.pid);
+}
+END_TEST
+
+START_TEST(test_exit_status_and_streams)
+{
+        const char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+        struct run *r;
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        r = wait_exit(1);
+        ck_assert(r->started);
+        ck_assert_uint_gt(r->pid, 1);
+        ck_assert_str_eq(out_str(r), "out\n");
+        ck_assert_uint_eq(r->errb.len, 4);
+        ck_assert_mem_eq(r->errb.data, "err\n", 4);
+        ck_assert(WIFEXITED(r->status));
+        ck_assert_int_eq(WEXITSTATUS(r->status), 3);
+        ck_assert_uint_eq(r->flags, 0);
+}
+END_TEST
+
+START_TEST(test_merge)
+{
+        const char *argv[] = {"sh", "-c", "echo out; echo err >&2", NULL};
+        struct run *r;
+
+        send_start(1, AGENT_START_MERGE, 0, 0, "", "", argv, NULL);
+        r = wait_exit(1);
+        ck_assert_str_eq(out_str(r), "out\nerr\n");
+        ck_assert_uint_eq(r->errb.len, 0);
+}
+END_TEST
+
+START_TEST(test_stdin_roundtrip)
+{
+        const char *argv[] = {"cat", NULL};
+        static char big[100000];
+        struct buf sent = {0};
+        struct run *r;
+        size_t i;
+
+        for (i = 0; i < sizeof(big); i++)
+                big[i] = (char) ('a' + i % 26);
+        send_start(1, AGENT_START_STDIN, 0, 0, "", "", argv, NULL);
+        send_msg(1, AGENT_STDIN, "hello ", 6);
+        send_msg(1, AGENT_STDIN, big, sizeof(big));
+        send_msg(1, AGENT_STDIN, "world\n", 6);
+        buf_append(&sent, "hello ", 6);
+        buf_append(&sent, big, sizeof(big));
+        buf_append(&sent, "world\n", 6);
+        send_msg(1, AGENT_EOF, NULL, 0);
+        r = wait_exit(1);
+        ck_assert_uint_eq(r->out.len, sent.len);
+        ck_assert_mem_eq(r->out.data, sent.data, sent.len);
+        ck_assert_uint_eq(r->acked, sent.len);
+        ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+        buf_free(&sent);
+}
+END_TEST
+
+START_TEST(test_stdin_devnull)
+{
+        const char *argv[] = {"sh", "-c", "cat; echo done", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        ck_assert_str_eq(out_str(wait_exit(1)), "done\n");
+}
+END_TEST
+
+START_TEST(test_stdin_closed_acked)
+{
+        const char *argv[] = {"sh", "-c", "exec 0<&-; echo ready; exec sleep 100", NULL};
+        static char data[5000];
+
+        send_start(1, AGENT_START_STDIN, 0, 0, "", "", argv, NULL);
+        wait_output(1, "ready");
+        send_msg(1, AGENT_STDIN, data, sizeof(data));
+        while (runs[1].acked < sizeof(data))
+                pump();
+        ck_assert_uint_eq(runs[1].acked, sizeof(data));
+        send_kill(2, runs[1].pid, SIGKILL, 0, AGENT_KILL_SIGNAL);
+        ck_assert_int_eq(WTERMSIG(wait_exit(1)->status), SIGKILL);
+}
+END_TEST
+
+START_TEST(test_env_overlay)
+{
+        const char *argv[] = {"sh", "-c",
+                              "echo \"$CHECK_AGENT_SET/$CHECK_AGENT_INHERITED/$CHECK_AGENT_OVR\"; "
+                              "env | grep -c ^CHECK_AGENT_OVR=",
+                              NULL};
+        const char *env[] = {"CHECK_AGENT_SET=from-msg", "CHECK_AGENT_OVR=new", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, env);
+        ck_assert_str_eq(out_str(wait_exit(1)), "from-msg/inh-value/new\n1\n");
+}
+END_TEST
+
+START_TEST(test_cwd)
+{
+        const char *argv[] = {"pwd", NULL};
+        char want[128];
+
+        snprintf(want, sizeof(want), "%s\n", tmpdir);
+        send_start(1, 0, 0, 0, tmpdir, "", argv, NULL);
+        ck_assert_str_eq(out_str(wait_exit(1)), want);
+}
+END_TEST
+
+START_TEST(test_failed_exec)
+{
+        const char *missing[] = {"/nonexistent/program", NULL};
+        const char *nopath[] = {"check-agent-no-such-program", NULL};
+        const char *ok[] = {"true", NULL};
+
+        send_start(1, 0, 0, 0, "", "", missing, NULL);
+        send_start(2, 0, 0, 0, "", "", nopath, NULL);
+        send_start(3, 0, 0, 0, "", "", ok, NULL);
+        wait_exit(1);
+        wait_exit(2);
+        wait_exit(3);
+        ck_assert(runs[1].failed && !runs[1].started);
+        ck_assert_uint_eq(runs[1].err, ENOENT);
+        ck_assert_str_eq(runs[1].step, "exec");
+        ck_assert(runs[2].failed && !runs[2].started);
+        ck_assert_uint_eq(runs[2].err, ENOENT);
+        ck_assert_str_eq(runs[2].step, "exec");
+        ck_assert(runs[3].exited);
+        ck_assert(!runs[1].bad && !runs[2].bad);
+}
+END_TEST
+
+START_TEST(test_failed_chdir)
+{
+        const char *argv[] = {"true", NULL};
+        const char *ok[] = {"true", NULL};
+
+        send_start(1, 0, 0, 0, "/nonexistent-check-agent-dir", "", argv, NULL);
+        send_start(2, 0, 0, 0, "", "", ok, NULL);
+        wait_exit(1);
+        wait_exit(2);
+        ck_assert(runs[1].failed);
+        ck_assert_uint_eq(runs[1].err, ENOENT);
+        ck_assert_str_eq(runs[1].step, "chdir");
+        ck_assert(!runs[1].bad);
+}
+END_TEST
+
+START_TEST(test_credit)
+{
+        const char *argv[] = {"head", "-c", "2097152", "/dev/zero", NULL};
+        const char *probe[] = {"true", NULL};
+        struct run *r = &runs[1];
+        size_t i;
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        while (r->out.len < AGENT_OUT_WINDOW)
+                pump();
+        /* a full round trip of another exec: the agent had every chance to overrun */
+        send_start(2, 0, 0, 0, "", "", probe, NULL);
+        wait_exit(2);
+        ck_assert_uint_eq(r->out.len, AGENT_OUT_WINDOW);
+        ck_assert(!r->exited);
+        send32(1, AGENT_CREDIT, 1u << 20);
+        send32(1, AGENT_CREDIT, 1u << 20);
+        wait_exit(1);
+        ck_assert_uint_eq(r->out.len, 2u << 20);
+        ck_assert_uint_le(r->max_chunk, AGENT_OUT_CHUNK);
+        for (i = 0; i < r->out.len; i++)
+                if (r->out.data[i] != 0)
+                        ck_abort_msg("byte %zu is not zero", i);
+        ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+}
+END_TEST
+
+/* KILL WAIT on runs[1]'s session; returns once KILLED and EXIT are in. */
+static void
+kill_wait(uint32_t sig, uint32_t grace)
+{
+        send_kill(1, runs[1].pid, sig, grace, AGENT_KILL_WAIT);
+        while (!killed_got[1] || !runs[1].exited)
+                pump();
+        ck_assert_uint_eq(killed_n[1], 0);
+        ck_assert_int_eq(session_count((pid_t) runs[1].pid), 0);
+}
+
+START_TEST(test_kill_tree)
+{
+        const char *argv[] = {"sh", "-c", "sleep 100 & sleep 100 & echo ready; wait", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        wait_output(1, "ready");
+        ck_assert_int_ge(session_count((pid_t) runs[1].pid), 3);
+        kill_wait(SIGTERM, 5000);
+        ck_assert(WIFSIGNALED(runs[1].status));
+        ck_assert_int_eq(WTERMSIG(runs[1].status), SIGTERM);
+}
+END_TEST
+
+START_TEST(test_kill_setsid_grandchild)
+{
+        const char *argv[] = {"sh", "-c", "setsid sh -c 'echo $$; exec sleep 100' & wait", NULL};
+        pid_t gpid;
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        wait_output(1, "\n");
+        gpid = (pid_t) atoi(out_str(&runs[1]));
+        ck_assert_int_gt(gpid, 1);
+        ck_assert_int_eq(getsid(gpid), gpid);
+        ck_assert_int_ne(gpid, (pid_t) runs[1].pid);
+        kill_wait(SIGTERM, 5000);
+        ck_assert(proc_dead(gpid));
+}
+END_TEST
+
+START_TEST(test_kill_term_ignored)
+{
+        const char *argv[] = {"sh", "-c", "trap '' TERM; sleep 100 & echo ready; wait", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        wait_output(1, "ready");
+        kill_wait(SIGTERM, 100);
+        ck_assert(WIFSIGNALED(runs[1].status));
+        ck_assert_int_eq(WTERMSIG(runs[1].status), SIGKILL);
+}
+END_TEST
+
+START_TEST(test_kill_signal_mode)
+{
+        const char *argv[] = {"sleep", "100", NULL};
+        const char *probe[] = {"true", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        while (!runs[1].started)
+                pump();
+        send_kill(1, runs[1].pid, SIGINT, 0, AGENT_KILL_SIGNAL);
+        wait_exit(1);
+        ck_assert_int_eq(WTERMSIG(runs[1].status), SIGINT);
+        send_start(2, 0, 0, 0, "", "", probe, NULL);
+        wait_exit(2);
+        ck_assert(!killed_got[1]);
+}
+END_TEST
+
+START_TEST(test_tty)
+{
+        const char *argv[] = {"sh", "-c", "tty; stty size", NULL};
+        const char *out;
+
+        send_start(1, AGENT_START_TTY, 30, 100, "", "", argv, NULL);
+        out = out_str(wait_exit(1));
+        ck_assert_msg(strncmp(out, "/dev/pts/", 9) == 0, "tty said %s", out);
+        ck_assert_msg(strstr(out, "30 100") != NULL, "stty size said %s", out);
+        ck_assert_int_eq(WEXITSTATUS(runs[1].status), 0);
+}
+END_TEST
+
+START_TEST(test_tty_resize_and_eof)
+{
+        const char *argv[] = {"sh", "-c", "stty size; read x; stty size; cat; echo cat-done", NULL};
+        unsigned char rs[4];
+
+        send_start(1, AGENT_START_TTY, 30, 100, "", "", argv, NULL);
+        wait_output(1, "30 100");
+        agent_put16(rs, 50);
+        agent_put16(rs + 2, 120);
+        send_msg(1, AGENT_RESIZE, rs, 4);
+        send_msg(1, AGENT_STDIN, "\n", 1);
+        wait_output(1, "50 120");
+        send_msg(1, AGENT_STDIN, "abc\n", 4);
+        send_msg(1, AGENT_EOF, NULL, 0);
+        wait_exit(1);
+        ck_assert_ptr_nonnull(strstr(out_str(&runs[1]), "abc"));
+        ck_assert_ptr_nonnull(strstr(out_str(&runs[1]), "cat-done"));
+        ck_assert_uint_eq(runs[1].acked, 5);
+}
+END_TEST
+
+START_TEST(test_state_file)
+{
+        const char *argv[] = {"sh", "-c", "printf 'cwd=%s' \"$PWD\" > \"$P\"", NULL};
+        char state[256], env[300], sub[128], want[128];
+        const char *envv[] = {env, NULL};
+        struct stat st;
+        struct run *r;
+
+        snprintf(sub, sizeof(sub), "%s/sub/dir", tmpdir);
+        snprintf(state, sizeof(state), "%s/state", sub);
+        snprintf(env, sizeof(env), "P=%s", state);
+        snprintf(want, sizeof(want), "cwd=%s", tmpdir);
+        send_start(1, 0, 0, 0, tmpdir, state, argv, envv);
+        r = wait_exit(1);
+        ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+        ck_assert_uint_eq(r->state.len, strlen(want));
+        ck_assert_mem_eq(r->state.data, want, strlen(want));
+        ck_assert_int_eq(access(state, F_OK), -1);
+        ck_assert_int_eq(stat(sub, &st), 0);
+        ck_assert_int_eq(st.st_mode & 0777, 0700);
+}
+END_TEST
+
+START_TEST(test_state_missing)
+{
+        const char *argv[] = {"true", NULL};
+        char state[128];
+
+        snprintf(state, sizeof(state), "%s/none", tmpdir);
+        send_start(1, 0, 0, 0, "", state, argv, NULL);
+        ck_assert_uint_eq(wait_exit(1)->state.len, 0);
+}
+END_TEST
+
+/* Starts id as a sleep holding the write end of a FIFO; returns the read end, which reports
+ * EOF once the sleep is dead. */
+static int
+start_fifo_holder(uint32_t id)
+{
+        const char *argv[] = {"sh", "-c", "exec 3>\"$F\"; echo ready; exec sleep 100", NULL};
+        char fifo[128], env[160];
+        const char *envv[] = {env, NULL};
+        int fd;
+
+        snprintf(fifo, sizeof(fifo), "%s/fifo%u", tmpdir, id);
+        snprintf(env, sizeof(env), "F=%s", fifo);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        send_start(id, 0, 0, 0, "", "", argv, envv);
+        wait_output(id, "ready");
+        return fd;
+}
+
+static void
+wait_fifo_eof(int fd)
+{
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        char c;
+
+        ck_assert_int_eq(poll(&pfd, 1, TIMEOUT_MS), 1);
+        ck_assert_int_eq(read(fd, &c, 1), 0);
+        close(fd);
+}
+
+START_TEST(test_second_hello_kills)
+{
+        const char *probe[] = {"true", NULL};
+        int fd = start_fifo_holder(1);
+
+        send_hello(AGENT_PROTO_VERSION, 0xa2);
+        while (ready_count < 2)
+                pump();
+        wait_fifo_eof(fd); /* the sleep holding the FIFO is gone */
+        send_start(2, 0, 0, 0, "", "", probe, NULL);
+        wait_exit(2);
+        ck_assert(!runs[1].exited); /* forgotten: no EXIT from the old session */
+        ck_assert_int_eq(session_count((pid_t) runs[1].pid), 0);
+}
+END_TEST
+
+static void
+expect_error_exit(void)
+{
+        struct msg m = {0};
+        int st;
+
+        while (error_count == 0)
+                pump();
+        ck_assert_str_ne(error_text, "");
+        ck_assert_int_eq(recv_msg(&m, TIMEOUT_MS), -1); /* EOF */
+        ck_assert_int_eq(waitpid(ag.pid, &st, 0), ag.pid);
+        ag.pid = 0;
+        ck_assert(WIFEXITED(st));
+        ck_assert_int_eq(WEXITSTATUS(st), 1);
+}
+
+START_TEST(test_oversized_payload)
+{
+        unsigned char h[AGENT_HDR_LEN];
+
+        agent_hdr(h, AGENT_MAX_PAYLOAD + 1, 1, AGENT_STDIN);
+        ck_assert_int_eq(write(ag.in, h, sizeof(h)), (ssize_t) sizeof(h));
+        expect_error_exit();
+}
+END_TEST
+
+START_TEST(test_unknown_type)
+{
+        send_msg(0, 99, NULL, 0);
+        expect_error_exit();
+}
+END_TEST
+
+START_TEST(test_bad_version)
+{
+        send_hello(AGENT_PROTO_VERSION + 1, 0x5a);
+        expect_error_exit();
+}
+END_TEST
+
+START_TEST(test_malformed_start)
+{
+        unsigned char p[20] = {0};
+
+        agent_put32(p + 8, 1); /* argc 1, but no strings at all */
+        send_msg(1, AGENT_START, p, sizeof(p));
+        expect_error_exit();
+}
+END_TEST
+
+START_TEST(test_eof_kills_and_exits)
+{
+        int fd = start_fifo_holder(1);
+        int st;
+
+        close(ag.in);
+        ag.in = -1;
+        ck_assert_int_eq(waitpid(ag.pid, &st, 0), ag.pid);
+        ag.pid = 0;
+        ck_assert(WIFEXITED(st));
+        ck_assert_int_eq(WEXITSTATUS(st), 0);
+        wait_fifo_eof(fd);
+}
+END_TEST
+
+START_TEST(test_drain_background_holder)
+{
+        const char *argv[] = {"sh", "-c", "sleep 5 & echo hi", NULL};
+
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        while (!runs[1].exited)
+                pump_within(3000);
+        ck_assert(!runs[1].bad);
+        ck_assert_str_eq(out_str(&runs[1]), "hi\n");
+        ck_assert_int_eq(WEXITSTATUS(runs[1].status), 0);
+        send_kill(2, runs[1].pid, SIGKILL, 0, AGENT_KILL_SIGNAL);
+}
+END_TEST
+
+START_TEST(test_many_concurrent)
+{
+        const char *argv[] = {"true", NULL};
+        uint32_t id;
+
+        for (id = 1; id <= 200; id++)
+                send_start(id, 0, 0, 0, "", "", argv, NULL);
+        for (id = 1; id <= 200; id++) {
+                wait_exit(id);
+                ck_assert(runs[id].started && runs[id].exited);
+                ck_assert(WIFEXITED(runs[id].status));
+                ck_assert_int_eq(WEXITSTATUS(runs[id].status), 0);
+        }
+}
+END_TEST
+
+START_TEST(test_thousand_live)
+{
+        const char *argv[] = {"cat", NULL};
+        uint32_t id;
+        char line[32];
+
+        for (id = 1; id <= 1000; id++)
+                send_start(id, AGENT_START_STDIN, 0, 0, "", "", argv, NULL);
+        for (id = 1; id <= 1000; id++) {
+                while (!runs[id].started && !runs[id].failed)
+                        pump();
+                ck_assert_msg(runs[id].started, "exec %u failed: %s", id, runs[id].step);
+        }
+        for (id = 1; id <= 1000; id++) {
+                snprintf(line, sizeof(line), "%u\n", id);
+                send_msg(id, AGENT_STDIN, line, (uint32_t) strlen(line));
+                send_msg(id, AGENT_EOF, NULL, 0);
+        }
+        for (id = 1; id <= 1000; id++) {
+                snprintf(line, sizeof(line), "%u\n", id);
+                ck_assert_str_eq(out_str(wait_exit(id)), line);
+                ck_assert_int_eq(WEXITSTATUS(runs[id].status), 0);
+        }
+}
+END_TEST
+
+START_TEST(test_stdin_window)
+{
+        const char *argv[] = {"sleep", "100", NULL};
+        static char data[200 << 10];
+
+        send_start(1, AGENT_START_STDIN, 0, 0, "", "", argv, NULL);
+        send_msg(1, AGENT_STDIN, data, sizeof(data));
+        send_msg(1, AGENT_STDIN, data, sizeof(data));
+        expect_error_exit();
+}
+END_TEST
+
+static Suite *
+agent_suite(void)
+{
+        Suite *s = suite_create("agent");
+        TCase *tc = tcase_create("agent");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_hello);
+        tcase_add_test(tc, test_exit_status_and_streams);
+        tcase_add_test(tc, test_merge);
+        tcase_add_test(tc, test_stdin_roundtrip);
+        tcase_add_test(tc, test_stdin_devnull);
+        tcase_add_test(tc, test_stdin_closed_acked);
+        tcase_add_test(tc, test_env_overlay);
+        tcase_add_test(tc, test_cwd);
+        tcase_add_test(tc, test_failed_exec);
+        tcase_add_test(tc, test_failed_chdir);
+        tcase_add_test(tc, test_credit);
+        tcase_add_test(tc, test_kill_tree);
+        tcase_add_test(tc, test_kill_setsid_grandchild);
+        tcase_add_test(tc, test_kill_term_ignored);
+        tcase_add_test(tc, test_kill_signal_mode);
+        tcase_add_test(tc, test_tty);
+        tcase_add_test(tc, test_tty_resize_and_eof);
+        tcase_add_test(tc, test_state_file);
+        tcase_add_test(tc, test_state_missing);
+        tcase_add_test(tc, test_second_hello_kills);
+        tcase_add_test(tc, test_oversized_payload);
+        tcase_add_test(tc, test_unknown_type);
+        tcase_add_test(tc, test_bad_version);
+        tcase_add_test(tc, test_malformed_start);
+        tcase_add_test(tc, test_eof_kills_and_exits);
+        tcase_add_test(tc, test_drain_background_holder);
+        tcase_add_test(tc, test_many_concurrent);
+        tcase_add_test(tc, test_thousand_live);
+        tcase_add_test(tc, test_stdin_window);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int
+main(void)
+{
+        SRunner *sr = srunner_create(agent_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
