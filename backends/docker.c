@@ -130,6 +130,26 @@ docker_get(const char *path, unsigned timeout_ms, docker_resp_cb cb, void *ctx)
         return rc;
 }
 
+/* Opens a raw connection to the Docker host through libcurl (tcp:// with TLS): on_done
+ * reports it; the request is then a stream (http_stream_*) until http_cancel. */
+int
+docker_connect_stream(const struct http_cbs *cbs, void *ctx, struct http_req **ret)
+{
+        struct http_req_spec s;
+        char *url = xasprintf("%s/", docker.base_url);
+        int rc;
+
+        if (!docker.http || !docker.initialised) {
+                free(url);
+                return -ENOTCONN;
+        }
+        docker_spec_init(&s, "GET", url);
+        s.connect_only = true;
+        rc = http_request(docker.http, &s, cbs, ctx, ret);
+        free(url);
+        return rc;
+}
+
 /* Starts one buffered JSON API call. */
 int
 docker_call(const char *method, const char *path, json_t *body, const void *raw, size_t rawlen,
@@ -578,11 +598,15 @@ docker_shutdown(void)
         {
                 struct backend_sandbox *sb = LIST_ENTRY(pos, struct backend_sandbox, link);
                 list_del(pos);
+                docker_agent_close(sb->agent, "the daemon is shutting down");
+                sb->agent = NULL;
                 /* A destroyed one lives on only through its execs' references. */
                 if (!sb->destroyed)
                         docker_sandbox_unref(sb);
         }
         buf_free(&docker.events_buf);
+        /* Hijacked streams over TLS are connections of the HTTP handle released below. */
+        docker_hijack_end_all("the daemon is shutting down");
         /* Calls still in flight end now, with an error (new calls are refused from here on),
          * so that whoever waits on them is told and frees its state. */
         while (!list_empty(&docker_calls)) {

@@ -266,9 +266,8 @@ docker_agent_open(struct backend_sandbox *sb, void *ctx, docker_agent_ready_cb c
         free(path);
         if (rc < 0) {
                 char *why = xasprintf("cannot attach to the container: %s",
-                                      rc == -EPROTONOSUPPORT
-                                              ? "hijacked streams over TLS are not supported"
-                                              : strerror(-rc));
+                                      rc == -EAFNOSUPPORT ? "plain tcp:// needs a numeric address"
+                                                          : strerror(-rc));
                 agent_down(ag, why);
                 free(why);
         }

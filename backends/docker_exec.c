@@ -276,14 +276,21 @@ dx_connect(struct backend_proc *p)
         p->hj.ctx = p;
         if (p->paused)
                 docker_hijack_pause(&p->hj);
-        rc = docker_hijack_open(&p->hj, "exec start", path, body, p->tty);
+        /* Docker takes stdin EOF as a half-close, which a TLS stream cannot do. */
+        rc = docker.tls && p->attach_stdin && !p->tty && !p->helper
+                     ? -EPROTONOSUPPORT
+                     : docker_hijack_open(&p->hj, "exec start", path, body, p->tty);
         free(path);
         free(body);
+        if (rc == -EPROTONOSUPPORT)
+                sbx_error_param(&p->fail_err, "stdin",
+                                "stdin of a `docker exec` cannot be closed over TLS: use the "
+                                "agent (remove agent = off from [backend.docker])");
         if (rc < 0)
-                dx_fail(p, rc == -EPROTONOSUPPORT
-                                   ? "docker exec streams over TLS (tcp:// with tls) are not "
-                                     "supported; use the unix socket"
-                                   : "docker exec over tcp needs a numeric address in DOCKER_HOST");
+                dx_fail(p, rc == -EPROTONOSUPPORT ? p->fail_err.message
+                           : rc == -EAFNOSUPPORT
+                                   ? "docker exec over plain tcp:// needs a numeric address"
+                                   : strerror(-rc));
 }
 
 static void

@@ -3,8 +3,10 @@
  * /exec/{id}/start and /containers/{id}/attach answer "101 UPGRADED" and then carry raw stdin
  * one way and, without a tty, 8-byte-framed stdout/stderr the other ([stream, 0, 0, 0,
  * size32be]). libcurl's easy handle does not model that, so the request is written and the
- * stream read here. The struct lives inside its owner, which the ref/unref callbacks keep alive
- * while the handle or a request is pending.
+ * stream read here: on a libuv pipe or tcp handle, or, for a tcp:// host with TLS, on a
+ * connection libcurl set up (connect-only: it does the TLS handshake and the record layer,
+ * we poll its socket). The struct lives inside its owner, which the ref/unref callbacks keep
+ * alive while a handle or a request is pending.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +23,10 @@ struct hijack_write {
         char data[];
 };
 
+/* Streams over TLS live on libcurl connections of the backend's multi handle: they must all
+ * end before it is released (docker_hijack_end_all). */
+static struct list hijack_tls_open = {&hijack_tls_open, &hijack_tls_open};
+
 static void
 hijack_close_cb(uv_handle_t *h)
 {
@@ -34,6 +40,21 @@ void
 docker_hijack_close(struct docker_hijack *hj)
 {
         hj->ended = true;
+        if (hj->link.next)
+                list_del(&hj->link);
+        if (hj->poll_init && !uv_is_closing((uv_handle_t *) &hj->poll)) {
+                uv_poll_stop(&hj->poll);
+                uv_close((uv_handle_t *) &hj->poll, hijack_close_cb);
+        }
+        if (hj->tls) {
+                http_cancel(hj->tls); /* closes the socket; no on_done follows */
+                hj->tls = NULL;
+        }
+        if (hj->connecting) {
+                hj->connecting = false;
+                hj->cbs->unref(hj->ctx);
+        }
+        buf_free(&hj->tls_out);
         if (!hj->conn_init || uv_is_closing(&hj->conn.h))
                 return;
         uv_close(&hj->conn.h, hijack_close_cb);
@@ -103,6 +124,8 @@ hijack_write_cb(uv_write_t *req, int status)
         free(w);
 }
 
+static void hijack_tls_update(struct docker_hijack *hj);
+
 /* Writes a (copied) and then b (copied) as one write; a no-op once the stream is closed. */
 void
 docker_hijack_send2(struct docker_hijack *hj, const void *a, size_t alen, const void *b,
@@ -111,6 +134,15 @@ docker_hijack_send2(struct docker_hijack *hj, const void *a, size_t alen, const 
         struct hijack_write *w;
         uv_buf_t ub;
 
+        if (hj->poll_init) {
+                if (hj->ended)
+                        return;
+                buf_append(&hj->tls_out, a, alen);
+                if (blen)
+                        buf_append(&hj->tls_out, b, blen);
+                hijack_tls_update(hj);
+                return;
+        }
         if (!hj->conn_init || uv_is_closing(&hj->conn.h) || alen + blen == 0)
                 return;
         w = xmalloc(sizeof(*w) + alen + blen);
@@ -137,6 +169,8 @@ docker_hijack_send(struct docker_hijack *hj, const void *data, size_t len)
 size_t
 docker_hijack_queued(const struct docker_hijack *hj)
 {
+        if (hj->poll_init)
+                return hj->tls_out.len;
         return hj->conn_init ? uv_stream_get_write_queue_size(&hj->conn.s) : 0;
 }
 
@@ -148,11 +182,11 @@ hijack_shutdown_cb(uv_shutdown_t *req, int status)
         hj->cbs->unref(hj->ctx);
 }
 
-/* Half-closes the connection after the queued writes (stdin EOF). */
+/* Half-closes the connection after the queued writes (stdin EOF; not over TLS). */
 void
 docker_hijack_shutdown(struct docker_hijack *hj)
 {
-        if (!hj->open || hj->shut || uv_is_closing(&hj->conn.h))
+        if (!hj->open || hj->shut || !hj->conn_init || uv_is_closing(&hj->conn.h))
                 return;
         hj->shut = true;
         hj->shutdown_req.data = hj;
@@ -172,12 +206,16 @@ hijack_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 
 static void hijack_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 
+static void hijack_tls_read(struct docker_hijack *hj);
+
 /* Stops reading (backpressure). */
 void
 docker_hijack_pause(struct docker_hijack *hj)
 {
         hj->paused = true;
-        if (hj->reading && !uv_is_closing(&hj->conn.h))
+        if (hj->poll_init)
+                hijack_tls_update(hj);
+        else if (hj->reading && !uv_is_closing(&hj->conn.h))
                 uv_read_stop(&hj->conn.s);
 }
 
@@ -186,8 +224,12 @@ void
 docker_hijack_resume(struct docker_hijack *hj)
 {
         hj->paused = false;
-        if (hj->reading && !hj->ended && !uv_is_closing(&hj->conn.h))
+        if (hj->poll_init) {
+                hijack_tls_read(hj); /* the TLS layer may hold bytes the socket will not signal */
+                hijack_tls_update(hj);
+        } else if (hj->reading && !hj->ended && !uv_is_closing(&hj->conn.h)) {
                 uv_read_start(&hj->conn.s, hijack_alloc_cb, hijack_read_cb);
+        }
 }
 
 /* Parses the answer head; on 101 the stream is open and any bytes after the head are data. */
@@ -215,6 +257,28 @@ hijack_handshake(struct docker_hijack *hj)
         hj->cbs->unref(hj->ctx);
 }
 
+/* The end of the incoming stream (why: for a stream that never opened). */
+static void
+hijack_eof(struct docker_hijack *hj, const char *why)
+{
+        if (hj->open)
+                hijack_end(hj, NULL);
+        else
+                hijack_endf(hj, "docker closed the connection before answering ", why);
+}
+
+/* Incoming bytes: the answer head, then the stream. */
+static void
+hijack_input(struct docker_hijack *hj, const char *data, size_t n)
+{
+        if (hj->open) {
+                hijack_bytes(hj, data, n);
+                return;
+        }
+        buf_append(&hj->hs, data, n);
+        hijack_handshake(hj);
+}
+
 static void
 hijack_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
@@ -222,21 +286,103 @@ hijack_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 
         if (hj->ended)
                 return;
-        if (n < 0) {
-                if (hj->open)
-                        hijack_end(hj, NULL);
-                else
-                        hijack_endf(hj, "docker closed the connection before answering ",
-                                    uv_strerror((int) n));
-                return;
-        }
-        if (hj->open) {
-                hijack_bytes(hj, b->base, (size_t) n);
-                return;
-        }
-        buf_append(&hj->hs, b->base, (size_t) n);
-        hijack_handshake(hj);
+        if (n < 0)
+                hijack_eof(hj, uv_strerror((int) n));
+        else
+                hijack_input(hj, b->base, (size_t) n);
 }
+
+/* ---- over TLS: libcurl's connection, our poll ---- */
+
+static void
+hijack_tls_poll_cb(uv_poll_t *p, int status, int events)
+{
+        struct docker_hijack *hj = p->data;
+
+        hj->cbs->ref(hj->ctx);
+        if (status < 0)
+                hijack_endf(hj, "TLS connection to docker failed during ", uv_strerror(status));
+        if (!hj->ended && (events & UV_WRITABLE))
+                hijack_tls_update(hj);
+        if (!hj->ended && (events & UV_READABLE))
+                hijack_tls_read(hj);
+        if (!hj->ended)
+                hijack_tls_update(hj);
+        hj->cbs->unref(hj->ctx);
+}
+
+/* Hands queued bytes to the TLS layer and polls for what is still wanted. */
+static void
+hijack_tls_update(struct docker_hijack *hj)
+{
+        int ev = 0;
+
+        while (!hj->ended && hj->tls_out.len) {
+                ssize_t n = http_stream_send(hj->tls, hj->tls_out.data, hj->tls_out.len);
+                if (n == -EAGAIN)
+                        break;
+                if (n < 0) {
+                        hijack_endf(hj, "TLS connection to docker failed during ", "send");
+                        return;
+                }
+                buf_consume(&hj->tls_out, (size_t) n);
+        }
+        if (hj->ended)
+                return;
+        if (hj->reading && !hj->paused)
+                ev |= UV_READABLE;
+        if (hj->tls_out.len)
+                ev |= UV_WRITABLE;
+        if (ev)
+                uv_poll_start(&hj->poll, ev, hijack_tls_poll_cb);
+        else
+                uv_poll_stop(&hj->poll);
+}
+
+/* Reads until the TLS layer has nothing more (it may hold decrypted bytes). */
+static void
+hijack_tls_read(struct docker_hijack *hj)
+{
+        static char slab[64 * 1024];
+
+        while (!hj->ended && !hj->paused) {
+                ssize_t n = http_stream_recv(hj->tls, slab, sizeof(slab));
+                if (n == -EAGAIN)
+                        return;
+                if (n <= 0) {
+                        hijack_eof(hj, n == 0 ? "end of stream" : "TLS receive error");
+                        return;
+                }
+                hijack_input(hj, slab, (size_t) n);
+        }
+}
+
+static void
+hijack_tls_done_cb(void *ctx, struct http_req *req, const struct http_result *res)
+{
+        struct docker_hijack *hj = ctx;
+        int fd = res->error ? -1 : http_stream_fd(req);
+
+        hj->connecting = false;
+        if (fd < 0 || uv_poll_init_socket(docker.loop, &hj->poll, fd) < 0) {
+                hj->tls = NULL; /* http.c frees a failed request after this callback */
+                hijack_endf(hj, "cannot connect to docker for ",
+                            res->error ? res->error : "no socket");
+                if (fd >= 0)
+                        http_cancel(req);
+                hj->cbs->unref(hj->ctx);
+                return;
+        }
+        hj->poll.data = hj;
+        hj->poll_init = true; /* the connect's reference now pins the poll handle */
+        hj->reading = true;
+        buf_append(&hj->tls_out, hj->request, strlen(hj->request));
+        free(hj->request);
+        hj->request = NULL;
+        hijack_tls_update(hj);
+}
+
+static const struct http_cbs hijack_tls_cbs = {.on_done = hijack_tls_done_cb};
 
 static void
 hijack_connect_cb(uv_connect_t *req, int status)
@@ -282,14 +428,28 @@ docker_hijack_open(struct docker_hijack *hj, const char *what, const char *path,
 {
         int rc;
 
-        if (docker.tls)
-                return -EPROTONOSUPPORT;
         hj->what = what;
         hj->raw = raw;
         hj->request = xasprintf("POST /" DOCKER_API "%s HTTP/1.1\r\nHost: docker\r\n"
                                 "Content-Type: application/json\r\nConnection: Upgrade\r\n"
                                 "Upgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
                                 path, body ? strlen(body) : 0, body ? body : "");
+        if (docker.tls) {
+                list_add_tail(&hijack_tls_open, &hj->link);
+                hj->connecting = true;
+                hj->cbs->ref(hj->ctx); /* the connection: then its poll handle */
+                rc = docker_connect_stream(&hijack_tls_cbs, hj, &hj->tls);
+                if (rc < 0) {
+                        list_del(&hj->link);
+                        hj->connecting = false;
+                        hj->tls = NULL;
+                        hj->ended = true;
+                        free(hj->request);
+                        hj->request = NULL;
+                        hj->cbs->unref(hj->ctx);
+                }
+                return rc;
+        }
         if (docker.sock_path)
                 uv_pipe_init(docker.loop, &hj->conn.pipe, 0);
         else
@@ -308,4 +468,18 @@ docker_hijack_open(struct docker_hijack *hj, const char *what, const char *path,
                 uv_close(&hj->conn.h, hijack_close_cb);
         }
         return rc;
+}
+
+/* Ends every stream over TLS with an error (their owners hear on_end): the backend is about
+ * to release the libcurl handle their connections belong to. */
+void
+docker_hijack_end_all(const char *why)
+{
+        while (!list_empty(&hijack_tls_open)) {
+                struct docker_hijack *hj =
+                        LIST_ENTRY(hijack_tls_open.next, struct docker_hijack, link);
+                hj->cbs->ref(hj->ctx);
+                hijack_end(hj, why);
+                hj->cbs->unref(hj->ctx);
+        }
 }

@@ -75,6 +75,8 @@ typedef void (*docker_resp_cb)(void *ctx, long status, json_t *body, const char 
  * JSON when non-NULL, else raw/rawlen with content type ctype. Returns 0 or negative errno. */
 int docker_call(const char *method, const char *path, json_t *body, const void *raw, size_t rawlen,
                 const char *ctype, docker_resp_cb cb, void *ctx);
+/* Opens a raw (TLS) connection to a tcp:// Docker host, for hijacked streams. */
+int docker_connect_stream(const struct http_cbs *cbs, void *ctx, struct http_req **ret);
 /* Fills err from a failed call (status/body/terr as in docker_resp_cb), prefixed with what. */
 void docker_error(struct sbx_error *err, const char *what, long status, json_t *body,
                   const char *terr);
@@ -103,6 +105,11 @@ struct docker_hijack {
                 uv_pipe_t pipe;
                 uv_tcp_t tcp;
         } conn;
+        struct http_req *tls; /* over TLS: libcurl's connection, polled by us */
+        struct list link;     /* over TLS: in the list of open ones */
+        uv_poll_t poll;
+        bool poll_init, connecting;
+        struct buf tls_out;                  /* bytes not yet taken by the TLS layer */
         const struct docker_hijack_cbs *cbs; /* set by the owner before open */
         void *ctx;
         const char *what;
@@ -127,6 +134,8 @@ void docker_hijack_shutdown(struct docker_hijack *hj);
 void docker_hijack_pause(struct docker_hijack *hj);
 void docker_hijack_resume(struct docker_hijack *hj);
 void docker_hijack_close(struct docker_hijack *hj);
+/* Ends every stream over TLS with why (owners hear on_end); before the HTTP handle goes. */
+void docker_hijack_end_all(const char *why);
 
 /* The channel to a sandbox's resident sandboxd-agent (docker_agent.c). */
 struct docker_agent;

@@ -24,6 +24,8 @@ static struct {
         __typeof__(curl_easy_pause) *easy_pause;
         __typeof__(curl_easy_cleanup) *easy_cleanup;
         __typeof__(curl_easy_strerror) *easy_strerror;
+        __typeof__(curl_easy_send) *easy_send;
+        __typeof__(curl_easy_recv) *easy_recv;
         __typeof__(curl_multi_init) *multi_init;
         __typeof__(curl_multi_setopt) *multi_setopt;
         __typeof__(curl_multi_assign) *multi_assign;
@@ -53,6 +55,8 @@ static const struct {
         CURL_DL_SYM(easy_pause, curl_easy_pause),
         CURL_DL_SYM(easy_cleanup, curl_easy_cleanup),
         CURL_DL_SYM(easy_strerror, curl_easy_strerror),
+        CURL_DL_SYM(easy_send, curl_easy_send),
+        CURL_DL_SYM(easy_recv, curl_easy_recv),
         CURL_DL_SYM(multi_init, curl_multi_init),
         CURL_DL_SYM(multi_setopt, curl_multi_setopt),
         CURL_DL_SYM(multi_assign, curl_multi_assign),
@@ -99,6 +103,8 @@ curl_dl_load(void)
 #define curl_easy_pause          (*curl_dl.easy_pause)
 #define curl_easy_cleanup        (*curl_dl.easy_cleanup)
 #define curl_easy_strerror       (*curl_dl.easy_strerror)
+#define curl_easy_send           (*curl_dl.easy_send)
+#define curl_easy_recv           (*curl_dl.easy_recv)
 #define curl_multi_init          (*curl_dl.multi_init)
 #define curl_multi_setopt        (*curl_dl.multi_setopt)
 #define curl_multi_assign        (*curl_dl.multi_assign)
@@ -136,6 +142,7 @@ struct http_req {
         bool in_cb;
         bool paused;
         bool too_big;
+        bool connect_only; /* a raw stream once connected (http_stream_*) */
         char errbuf[CURL_ERROR_SIZE];
         struct http_req *prev, *next;
 };
@@ -272,6 +279,12 @@ http_req_finish(struct http_req *r, CURLcode code)
                 buf_reserve(&r->resp, 0);
                 res.body = r->resp.data;
                 res.body_len = r->resp.len;
+        }
+        if (r->connect_only && code == CURLE_OK && !r->cancelled) {
+                /* Stays in the multi: removing it would close the connection. The owner now
+                 * reads and writes it, and frees it with http_cancel. */
+                r->cbs.on_done(r->ctx, r, &res);
+                return;
         }
         curl_multi_remove_handle(r->m->multi, r->easy);
         if (!r->cancelled && r->cbs.on_done)
@@ -464,6 +477,11 @@ http_setup_easy(struct http_req *r, const struct http_req_spec *spec)
         if (spec->key_file)
                 curl_easy_setopt(e, CURLOPT_SSLKEY, spec->key_file);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (spec->connect_only) {
+                r->connect_only = true;
+                curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+                return;
+        }
         if (strcmp(method, "GET") != 0)
                 curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
         if (spec->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
@@ -563,6 +581,41 @@ http_resume(struct http_req *req)
         req->m->in_curl--;
         if (!req->m->in_curl)
                 http_sweep(req->m);
+}
+
+/* The connected socket of a connect-only request, or -1. */
+int
+http_stream_fd(struct http_req *req)
+{
+        curl_socket_t fd = CURL_SOCKET_BAD;
+
+        if (!req->connect_only || curl_easy_getinfo(req->easy, CURLINFO_ACTIVESOCKET, &fd) != 0)
+                return -1;
+        return fd == CURL_SOCKET_BAD ? -1 : (int) fd;
+}
+
+/* Sends raw bytes on a connect-only stream: bytes sent, -EAGAIN, or -EIO. */
+ssize_t
+http_stream_send(struct http_req *req, const void *data, size_t len)
+{
+        size_t n = 0;
+        CURLcode rc = curl_easy_send(req->easy, data, len, &n);
+
+        if (rc == CURLE_AGAIN)
+                return -EAGAIN;
+        return rc == CURLE_OK ? (ssize_t) n : -EIO;
+}
+
+/* Receives raw bytes: bytes read, 0 at the end of the stream, -EAGAIN, or -EIO. */
+ssize_t
+http_stream_recv(struct http_req *req, void *buf, size_t len)
+{
+        size_t n = 0;
+        CURLcode rc = curl_easy_recv(req->easy, buf, len, &n);
+
+        if (rc == CURLE_AGAIN)
+                return -EAGAIN;
+        return rc == CURLE_OK ? (ssize_t) n : -EIO;
 }
 
 /* Percent-encodes s. */

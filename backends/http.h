@@ -15,6 +15,8 @@
 #ifndef SANDBOXD_HTTP_H
 #define SANDBOXD_HTTP_H
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
@@ -33,6 +35,10 @@ struct http_req_spec {
         long connect_timeout_ms;                    /* 0 = 10 s */
         long timeout_ms;                            /* whole transfer, 0 = none (streams) */
         size_t max_body;                            /* buffered mode limit, 0 = 16 MiB */
+        /* Connect (and TLS handshake) only, no request: on_done reports the connection, and
+         * on success the request stays alive as a raw stream for http_stream_* until the
+         * owner frees it with http_cancel. method/body/headers are ignored. */
+        bool connect_only;
 };
 
 /* The outcome handed to on_done (all borrowed for the call). */
@@ -70,6 +76,15 @@ long http_req_status(struct http_req *req);
 /* Stops / restarts delivering on_data (backpressure). */
 void http_pause(struct http_req *req);
 void http_resume(struct http_req *req);
+
+/* Raw I/O on a connected connect_only request (non-blocking; TLS is libcurl's). The socket
+ * is for the caller's own poll: wait on it only after -EAGAIN, since the TLS layer may hold
+ * decrypted bytes already. */
+int http_stream_fd(struct http_req *req);
+/* Bytes sent, -EAGAIN, or -EIO. */
+ssize_t http_stream_send(struct http_req *req, const void *data, size_t len);
+/* Bytes read, 0 at the end of the stream, -EAGAIN, or -EIO. */
+ssize_t http_stream_recv(struct http_req *req, void *buf, size_t len);
 
 /* Whether curl_global_init() has run in this process (a request was made). */
 bool http_curl_initialised(void);

@@ -292,6 +292,133 @@ class DockerSandboxExecMode(DockerSandbox):
     agent = False
 
 
+def make_tls_material(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, in the layout of
+    DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem) plus server-cert.pem/server-key.pem."""
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), cwd=d, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=sandboxd-test-ca")
+    for name, subj, ext in (("server", "/CN=127.0.0.1",
+                             "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                            ("client", "/CN=sandboxd-test-client",
+                             "extendedKeyUsage=clientAuth\n")):
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write(ext)
+        run("req", *ec, "-keyout", name + "-key.pem", "-out", name + ".csr", "-subj", subj)
+        run("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
+            "-CAcreateserial", "-out", name + "-cert.pem", "-days", "2",
+            "-extfile", name + ".ext")
+    os.rename(os.path.join(d, "client-cert.pem"), os.path.join(d, "cert.pem"))
+    os.rename(os.path.join(d, "client-key.pem"), os.path.join(d, "key.pem"))
+
+
+class TLSProxy:
+    """dockerd behind mutual TLS on 127.0.0.1: socat terminates TLS (client certificate
+    required) and forwards to the Unix socket, hijacked streams included."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sbx-tls-")
+        make_tls_material(self.dir)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.proc = subprocess.Popen(
+            ["socat", "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,cert=%s,key=%s,"
+             "cafile=%s,verify=1" % (self.port, os.path.join(self.dir, "server-cert.pem"),
+                                     os.path.join(self.dir, "server-key.pem"),
+                                     os.path.join(self.dir, "ca.pem")),
+             "UNIX-CONNECT:%s" % DOCKER_SOCK], stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("socat did not listen on %d" % self.port)
+                time.sleep(0.05)
+
+    def config(self, extra=""):
+        return config("host = tcp://127.0.0.1:%d\ncert_path = %s\n%s"
+                      % (self.port, self.dir, extra))
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class DockerTLS(DockerDaemonTest):
+    """tcp:// with TLS client certificates: API calls through libcurl, and the agent's attach
+    (a hijacked stream) on libcurl's TLS connection."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = TLSProxy()
+        cls.config = cls.proxy.config()
+        try:
+            super().setUpClass()
+        except BaseException:
+            cls.proxy.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.proxy.close()
+
+    def test_proxy_requires_a_client_certificate(self):
+        import ssl
+        ctx = ssl.create_default_context(cafile=os.path.join(self.proxy.dir, "ca.pem"))
+        with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+            with socket.create_connection(("127.0.0.1", self.proxy.port), 5) as raw:
+                with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as t:
+                    t.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+                    if not t.recv(100):
+                        raise ConnectionError("closed")
+
+    def test_sandbox_over_tls(self):
+        d = [b for b in self.c.call("backend.list")["backends"] if b["name"] == "docker"][0]
+        self.assertTrue(d["available"], d)
+        self.assertEqual(d["details"]["host"], "tcp://127.0.0.1:%d" % self.proxy.port)
+        self.create(name="t")
+        r = self.exec("t", command="echo over-tls; echo err >&2; exit 4")
+        self.assertEqual((r["stdout"], r["stderr"], r["exit_code"]), ("over-tls\n", "err\n", 4))
+        data = os.urandom(300000)
+        r = self.exec("t", argv=["cat"], stdin_base64=b64(data), output_encoding="base64")
+        self.assertEqual(base64.b64decode(r["stdout"]), data)
+        b = self.exec("t", command="sleep 6161 & sleep 6162", background=True)
+        k = self.c.call("process.kill", {"exec_id": b["exec_id"], "grace_ms": 300}, timeout=60)
+        self.assertEqual(k["survivors"], 0, k)
+        self.assertNotIn("616", self.exec("t", argv=["ps", "-o", "args"])["stdout"])
+        w = self.c.call("file.write", {"sandbox": "t", "path": "/work/f", "data": "tls\n"})
+        self.assertEqual(w["bytes"], 4)
+        self.assertEqual(self.c.call("file.read", {"sandbox": "t", "path": "/work/f"})["data"],
+                         "tls\n")
+
+    def test_docker_exec_mode_over_tls_refuses_stdin(self):
+        d = Daemon(self.proxy.config("agent = off\n"))
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "docker", "name": "x"}, timeout=120)
+            r = c.call("exec", {"sandbox": "x", "argv": ["echo", "fine"]})
+            self.assertEqual(r["stdout"], "fine\n")
+            with self.assertRaises(RpcError) as e:
+                c.call("exec", {"sandbox": "x", "argv": ["cat"], "stdin": "x"})
+            self.assertEqual(e.exception.code, -32602, e.exception)
+            self.assertIn("over TLS", e.exception.message)
+            c.close()
+        finally:
+            state = d.state
+            d.stop()
+            remove_instance_containers(state)
+
+
 class DockerPolicy(DockerDaemonTest):
     config = config()
 
