@@ -1350,6 +1350,13 @@ docker_body_agent(json_t *body, json_t *hc)
         json_array_append_new(mounts, json_pack("{s:s,s:s,s:s,s:b}", "Type", "bind", "Source",
                                                 docker.agent, "Target", AGENT_PATH, "ReadOnly", 1));
         json_object_set_new(body, "Cmd", json_pack("[s]", AGENT_PATH));
+        /* The agent is the container's init (PID 1: it reaps orphans, as docker-init would):
+         * any other process holding the container's stdio — docker-init, an entrypoint
+         * script that does not exec — is dumpable, so a command could open its
+         * /proc/PID/fd/0 and /fd/1 and read or forge the daemon's messages. Set after the
+         * docker.host_config merge on purpose; agent = off keeps both. */
+        json_object_set_new(body, "Entrypoint", json_array());
+        json_object_set_new(hc, "Init", json_false());
         json_object_set_new(body, "OpenStdin", json_true());
         json_object_set_new(body, "StdinOnce", json_false());
         json_object_set_new(body, "AttachStdin", json_true());

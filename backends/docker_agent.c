@@ -117,6 +117,16 @@ agent_on_ready(struct docker_agent *ag, const unsigned char *p, uint32_t len)
                                "(recreate the sandbox)");
                 return;
         }
+        if (agent_get32(p + 4) != 1) {
+                /* Something else is the container's init and holds its stdio (an image
+                 * entrypoint that does not exec, PidMode host): the stream is not private. */
+                char *why = xasprintf("sandboxd-agent runs as pid %u, not as the container's "
+                                      "init (pid 1), so other processes share its request stream",
+                                      agent_get32(p + 4));
+                agent_down(ag, why);
+                free(why);
+                return;
+        }
         ag->state = AGENT_UP;
         if (ag->early.len)
                 docker_hijack_send(&ag->hj, ag->early.data, ag->early.len);

@@ -124,7 +124,8 @@ class DockerSandbox(DockerDaemonTest):
         self.assertNotIn("SYS_ADMIN", hc["CapAdd"] or [])
         self.assertNotIn("NET_RAW", hc["CapAdd"] or [])
         self.assertIn("no-new-privileges", hc["SecurityOpt"])
-        self.assertTrue(hc["Init"])
+        # Through the agent, the agent is the init (PID 1, it reaps orphans); else docker-init.
+        self.assertEqual(hc["Init"], not self.agent)
         self.assertEqual(hc["PidsLimit"], 300)  # from the config, not hard-coded
         self.assertEqual(hc["NetworkMode"], "none")
         self.assertFalse(hc["Privileged"])
@@ -234,6 +235,7 @@ class DockerSandbox(DockerDaemonTest):
         parent = self.exec("main", argv=["sh", "-c", "cat /proc/$PPID/comm"])["stdout"]
         if self.agent:
             self.assertEqual(info["Config"]["Cmd"], ["/.sandboxd/agent"])
+            self.assertFalse(info["Config"]["Entrypoint"])
             self.assertEqual(info["Config"]["Labels"]["sandboxd.agent"], "1")
             self.assertEqual(info["HostConfig"]["LogConfig"]["Type"], "none")
             self.assertEqual(len(agent_mounts), 1, info["Mounts"])
@@ -259,21 +261,45 @@ class DockerSandbox(DockerDaemonTest):
         self.assertEqual(e.exception.code, -32602)
         self.assertIn("/no/such/dir", e.exception.message)
         self.assertEqual(self.exec("main", argv=["true"])["exit_code"], 0)
+        # In the background the answer comes first: the failure ends the process afterwards.
+        r = self.exec("main", argv=["/no/such/program"], background=True)
+        w = self.c.call("process.wait", {"exec_id": r["exec_id"], "timeout_ms": 30000},
+                        timeout=60)
+        self.assertEqual(w["exit_code"], 125, w)
+        rd = self.c.call("process.read", {"exec_id": r["exec_id"], "stream": "stderr"})
+        self.assertEqual(rd["data"], "sandboxd: cannot execute '/no/such/program' in the "
+                                     "container: No such file or directory\n")
 
     def test_agent_requests_not_writable_from_inside(self):
         if not self.agent:
             return
+        # Only the agent holds the container's stdio: it is PID 1 (no docker-init, no
+        # entrypoint shell in between, both dumpable) and not dumpable itself, and the
+        # container has no CAP_SYS_PTRACE, so root in the container (the same uid) can open
+        # none of the stream's ends.
         find = ("for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = agent ] && "
                 "echo ${p#/proc/}; done")
-        pid = self.exec("main", command=find)["stdout"].split()
-        self.assertEqual(len(pid), 1, pid)
-        # Root in the container (the image's user), same uid as the agent: the agent is not
-        # dumpable and the container has no CAP_SYS_PTRACE, so its stdin stays out of reach.
-        r = self.exec("main", command="printf junk > /proc/%s/fd/0" % pid[0])
+        self.assertEqual(self.exec("main", command=find)["stdout"].split(), ["1"])
+        for fd in ("0", "1"):
+            r = self.exec("main", command="printf 'AAAAAAAAAAAAAAAA' > /proc/1/fd/%s" % fd)
+            self.assertNotEqual(r["exit_code"], 0, r)
+            self.assertIn("ermission denied", r["stderr"])
+        r = self.exec("main", command="head -c 12 /proc/1/fd/0")
         self.assertNotEqual(r["exit_code"], 0, r)
-        self.assertIn("ermission denied", r["stderr"])
         self.assertEqual(self.exec("main", argv=["echo", "still fine"])["stdout"],
                          "still fine\n")
+
+    def test_orphans_are_reaped(self):
+        # A double fork leaves `sleep` to the init: the agent (or docker-init) must reap it.
+        self.exec("main", command="(sleep 0.2 &); echo spawned")
+        deadline = time.monotonic() + 20
+        while True:
+            ps = self.exec("main", argv=["ps", "-o", "stat,args"])["stdout"]
+            if "sleep 0.2" not in ps:
+                break
+            self.assertLess(time.monotonic(), deadline, ps)
+            time.sleep(0.1)
+        self.assertNotIn("Z", [line.split()[0] for line in ps.splitlines()[1:]], ps)
 
     def test_oom_reported(self):
         self.create(name="oom", resources={"memory_mb": 32})

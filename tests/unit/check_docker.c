@@ -245,6 +245,7 @@ struct run {
         bool error_seen; /* exec_exit.error */
         int error_code;
         char error_state[32];
+        char error_message[256];
 };
 
 static void
@@ -274,6 +275,7 @@ on_exit_cb(void *ctx, const struct exec_exit *ex)
                 r->error_seen = true;
                 r->error_code = ex->error->code;
                 snprintf(r->error_state, sizeof(r->error_state), "%s", st ? st : "");
+                snprintf(r->error_message, sizeof(r->error_message), "%s", ex->error->message);
         }
         r->ex.error = NULL;
         r->done = true;
@@ -370,7 +372,14 @@ END_TEST
 
 START_TEST(test_hardening)
 {
-        backend_up("{\"pids_limit\": 300}");
+        json_t *cfg = json_loads(exec_mode(_i), 0, NULL);
+        char *cs;
+
+        json_object_set_new(cfg, "pids_limit", json_integer(300));
+        cs = json_dumps(cfg, 0);
+        backend_up(cs);
+        free(cs);
+        json_decref(cfg);
         struct backend_sandbox *sb = create_default();
         json_t *j = inspect(sb), *hc = json_object_get(j, "HostConfig");
         json_t *labels = json_object_get(json_object_get(j, "Config"), "Labels");
@@ -381,7 +390,8 @@ START_TEST(test_hardening)
         ck_assert_int_le(json_array_size(json_object_get(hc, "CapAdd")), 8);
         ck_assert_str_eq(json_string_value(json_array_get(json_object_get(hc, "SecurityOpt"), 0)),
                          "no-new-privileges");
-        ck_assert(json_is_true(json_object_get(hc, "Init")));
+        /* Through the agent, the agent is the init (PID 1, reaping orphans); else docker-init. */
+        ck_assert(json_is_true(json_object_get(hc, "Init")) == (_i == 1));
         ck_assert(!json_is_true(json_object_get(hc, "Privileged")));
         ck_assert_int_eq(json_integer_value(json_object_get(hc, "PidsLimit")), 300);
         ck_assert_str_eq(json_string_value(json_object_get(hc, "NetworkMode")), "none");
@@ -398,7 +408,7 @@ END_TEST
 
 START_TEST(test_resources_and_section)
 {
-        backend_up(NULL);
+        backend_up("{\"agent\": \"off\"}");
         struct sandbox_spec s = spec_default(NULL);
         struct created c = {0};
         s.res.memory_mb = 64;
@@ -1080,9 +1090,10 @@ fake_read_full(int fd, void *p, size_t len)
 
 /* An attach whose stream starts with the tail of an earlier session: a torn message, a forged
  * READY with the wrong nonce, and output for exec id 1 queued before the HELLO was read. Only
- * the READY echoing the daemon's nonce starts the session; then one exec is answered. */
+ * the READY echoing the daemon's nonce starts the session; then one exec is answered. The
+ * real READY says the agent runs as pid (1: the container's init). */
 static void
-fake_agent(int fd)
+fake_agent(int fd, uint32_t pid)
 {
         static const char head[] = "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\n"
                                    "Upgrade: tcp\r\n\r\n";
@@ -1103,6 +1114,7 @@ fake_agent(int fd)
         fake_read_full(fd, hello, sizeof(hello));
         fake_msg(&b, 1, AGENT_STDOUT, "stale\n", 6);
         memcpy(r + 8, hello + AGENT_HDR_LEN + 4, AGENT_NONCE_LEN);
+        agent_put32(r + 4, pid);
         fake_msg(&b, 0, AGENT_READY, r, sizeof(r));
         fake_frame(fd, b.data, 17); /* the READY split across frames, as Docker may */
         fake_frame(fd, b.data + 17, b.len - 17);
@@ -1157,14 +1169,17 @@ fake_serve(int fd)
                 fake_reply(fd, "200 OK",
                            "{\"Id\":\"fakeid\",\"Mounts\":[],\"HostConfig\":{\"NetworkMode\":"
                            "\"none\"},\"Config\":{\"WorkingDir\":\"\"}}");
-        else if (strstr(req, "GET /v1.41/containers/agentid/json"))
+        else if (strstr(req, "GET /v1.41/containers/agentid/json") ||
+                 strstr(req, "GET /v1.41/containers/agentpid7/json"))
                 fake_reply(fd, "200 OK",
                            "{\"Id\":\"agentid\",\"Name\":\"/sandboxd-sbx_fakeagent\","
                            "\"State\":{\"Running\":true},\"Mounts\":[],\"HostConfig\":{},"
                            "\"Config\":{\"WorkingDir\":\"/\",\"Labels\":{\"sandboxd.sandbox\":"
                            "\"sbx_fakeagent\",\"sandboxd.agent\":\"1\"}}}");
         else if (strstr(req, "POST /v1.41/containers/agentid/attach"))
-                fake_agent(fd);
+                fake_agent(fd, 1);
+        else if (strstr(req, "POST /v1.41/containers/agentpid7/attach"))
+                fake_agent(fd, 7);
         else if (strstr(req, "POST /v1.41/containers/fakeid/start"))
                 fake_reply(fd, "204 No Content", "");
         else if (strstr(req, "DELETE /v1.41/containers/fakeid"))
@@ -1225,11 +1240,13 @@ START_TEST(test_pull_progress_fake)
 }
 END_TEST
 
+/* _i = 0: the session starts at the right READY only. _i = 1: an agent that is not the
+ * container's init (its stream is not private) is refused. */
 START_TEST(test_agent_resync_fake)
 {
         char path[64], cfg[160];
         pid_t pid;
-        json_t *rec = json_pack("{s:s}", "container_id", "agentid");
+        json_t *rec = json_pack("{s:s}", "container_id", _i == 0 ? "agentid" : "agentpid7");
 
         snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
         pid = fake_start(path);
@@ -1245,9 +1262,16 @@ START_TEST(test_agent_resync_fake)
         char *argv[] = {"true", NULL};
         struct run r = {0};
         run_argv(c.sb, argv, &r);
-        ck_assert_msg(!r.error_seen, "exec failed");
-        ck_assert_str_eq(r.out.data ? r.out.data : "", "fresh\n");
-        ck_assert_int_eq(r.ex.exit_code, 3);
+        if (_i == 0) {
+                ck_assert_msg(!r.error_seen, "exec failed");
+                ck_assert_str_eq(r.out.data ? r.out.data : "", "fresh\n");
+                ck_assert_int_eq(r.ex.exit_code, 3);
+        } else {
+                ck_assert(r.error_seen);
+                ck_assert_ptr_nonnull(
+                        strstr(r.error_message, "pid 7, not as the container's init"));
+                ck_assert_uint_eq(r.out.len, 0);
+        }
         run_free(&r);
         spec_free(&s); /* the sandbox goes with the backend's shutdown */
         json_decref(rec);
@@ -1292,7 +1316,7 @@ docker_suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_probe);
         tcase_add_test(tc, test_probe_no_daemon);
-        tcase_add_test(tc, test_hardening);
+        tcase_add_loop_test(tc, test_hardening, 0, 2);
         tcase_add_test(tc, test_resources_and_section);
         tcase_add_test(tc, test_policy_denies_dangerous_specs);
         tcase_add_test(tc, test_named_volume_bind_etc);
@@ -1313,7 +1337,7 @@ docker_suite(void)
         tcase_add_loop_test(tc, test_pty_and_resize, 0, 2);
         tcase_add_test(tc, test_pull_progress_fake);
         tcase_add_test(tc, test_probe_fake);
-        tcase_add_test(tc, test_agent_resync_fake);
+        tcase_add_loop_test(tc, test_agent_resync_fake, 0, 2);
         suite_add_tcase(s, tc);
         return s;
 }
