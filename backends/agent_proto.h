@@ -26,7 +26,7 @@
 #define AGENT_PROTO_VERSION 1u
 #define AGENT_HDR_LEN       12u
 #define AGENT_MAX_PAYLOAD   (1u << 20)   /* larger is a protocol error */
-#define AGENT_OUT_CHUNK     (32u << 10)  /* the agent's largest OUT payload */
+#define AGENT_OUT_CHUNK     (64u << 10)  /* the agent's largest OUT payload */
 #define AGENT_OUT_WINDOW    (256u << 10) /* initial output credit per exec */
 #define AGENT_STDIN_WINDOW  (256u << 10)
 #define AGENT_MAX_STATE     (AGENT_MAX_PAYLOAD - 8) /* largest shell state sent back in EXIT */
