@@ -510,6 +510,15 @@ dx_agent_failed(struct backend_proc *p, const unsigned char *m, uint32_t len)
         else if (strcmp(step, "exec") == 0 && (e == ENOENT || e == EACCES || e == ENOEXEC))
                 sbx_error_param(&p->fail_err, "argv", "cannot execute '%s' in the container: %s",
                                 p->argv0, strerror(e));
+        else if (strcmp(step, "limit") == 0)
+                sbx_error_set(
+                        &p->fail_err, SBX_E_LIMIT,
+                        json_pack("{s:s,s:i}", "limit", "docker_agent_processes", "value", 4096),
+                        "sandbox %s already runs the most processes its agent takes "
+                        "at once (4096)",
+                        p->sb->id);
+        else if (strcmp(step, "env") == 0)
+                sbx_error_param(&p->fail_err, "env", "more than 8192 environment variables");
         else
                 sbx_error_backend(&p->fail_err, "docker", "sandboxd-agent could not %s: %s", step,
                                   strerror(e));
