@@ -843,9 +843,9 @@ docker_create_agent_cb(void *ctx, const char *error)
                 sbx_error_set(&c->err, SBX_E_BACKEND,
                               json_pack("{s:s,s:s,s:s}", "backend", "docker", "reason", error,
                                         "hint",
-                                        "the image must run a static x86-64 binary from a "
-                                        "read-only bind mount; else set agent = off in "
-                                        "[backend.docker]"),
+                                        "the image must run a static binary of the host's "
+                                        "architecture from a read-only bind mount; else set "
+                                        "agent = off in [backend.docker]"),
                               "docker: sandboxd-agent did not start in the container: %s", error);
                 docker_create_fail(c);
                 return;
@@ -916,21 +916,19 @@ docker_real_hc(json_t *hc)
         return copy;
 }
 
-/* How many of an inspected container's mounts show something of the host (all but the
- * daemon's own read-only agent). */
+/* How many of an adopted container's mounts show something of the host: all but the
+ * read-only agent of a container made with one (by this daemon, perhaps from another path
+ * before an upgrade). */
 static size_t
-docker_host_mounts(json_t *insp)
+docker_host_mounts(json_t *insp, bool agent)
 {
         size_t i, n = 0;
         json_t *m;
 
         json_array_foreach(json_object_get(insp, "Mounts"), i, m)
         {
-                const char *src = json_string_value(json_object_get(m, "Source"));
-                char real[PATH_MAX];
-                if (!src || !realpath(src, real) ||
-                    !docker_is_agent_mount(json_string_value(json_object_get(m, "Destination")),
-                                           real) ||
+                const char *dst = json_string_value(json_object_get(m, "Destination"));
+                if (!agent || !dst || strcmp(dst, AGENT_PATH) != 0 ||
                     json_is_true(json_object_get(m, "RW")))
                         n++;
         }
@@ -1483,7 +1481,7 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
                 c->sb->name = xstrdup(name[0] == '/' ? name + 1 : name);
         }
         docker_note_tmpfs(c->sb, body);
-        c->host_access = docker_host_mounts(body) > 0;
+        c->host_access = docker_host_mounts(body, c->sb->use_agent) > 0;
         if (json_is_true(json_object_get(st, "Running")))
                 docker_create_done(c);
         else

@@ -77,8 +77,6 @@ agent_ready_done(struct docker_agent *ag, const char *error)
 static void
 agent_down(struct docker_agent *ag, const char *why)
 {
-        struct list *pos, *tmp;
-
         if (ag->state == AGENT_DOWN)
                 return;
         ag->state = AGENT_DOWN;
@@ -86,11 +84,12 @@ agent_down(struct docker_agent *ag, const char *why)
         docker_hijack_close(&ag->hj);
         agent_ref_cb(ag);
         agent_ready_done(ag, why);
-        LIST_FOREACH_SAFE(pos, tmp, &ag->subs)
-        {
-                struct docker_agent_sub *s = LIST_ENTRY(pos, struct docker_agent_sub, link);
+        /* One at a time from the head: an on_gone may unlink others. */
+        while (!list_empty(&ag->subs)) {
+                struct docker_agent_sub *s =
+                        LIST_ENTRY(ag->subs.next, struct docker_agent_sub, link);
                 list_del(&s->link);
-                s->on_gone(s->ctx, why);
+                s->on_gone(s->ctx, ag->error);
         }
         agent_unref_cb(ag);
 }

@@ -50,14 +50,13 @@ docker_hijack_close(struct docker_hijack *hj)
                 http_cancel(hj->tls); /* closes the socket; no on_done follows */
                 hj->tls = NULL;
         }
+        buf_free(&hj->tls_out);
+        if (hj->conn_init && !uv_is_closing(&hj->conn.h))
+                uv_close(&hj->conn.h, hijack_close_cb);
         if (hj->connecting) {
                 hj->connecting = false;
-                hj->cbs->unref(hj->ctx);
+                hj->cbs->unref(hj->ctx); /* last: it may free the owner, and hj with it */
         }
-        buf_free(&hj->tls_out);
-        if (!hj->conn_init || uv_is_closing(&hj->conn.h))
-                return;
-        uv_close(&hj->conn.h, hijack_close_cb);
 }
 
 static void
