@@ -72,8 +72,7 @@ cg_reason(const char *fmt, ...)
         char *s;
 
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                abort();
+        s = xvasprintf(fmt, ap);
         va_end(ap);
         if (cg.reason) {
                 char *both = xasprintf("%s; %s", cg.reason, s);

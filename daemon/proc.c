@@ -203,12 +203,7 @@ proc_forget(struct proc *p)
 unsigned
 proc_count(void)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
-        n++;
-        return n;
+        return list_count(&proc_all);
 }
 
 static bool
@@ -229,12 +224,7 @@ proc_set_ended(struct proc *p, enum proc_state state)
 unsigned
 proc_running_count(void)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &proc_live_list)
-        n++;
-        return n;
+        return list_count(&proc_live_list);
 }
 
 /* Processes of uid not yet ended. */

@@ -128,8 +128,7 @@ rpc_error_msg(struct rpc_req *req, int code, const char *fmt, ...)
         char *m;
 
         va_start(ap, fmt);
-        if (vasprintf(&m, fmt, ap) < 0)
-                abort();
+        m = xvasprintf(fmt, ap);
         va_end(ap);
         sbx_error_set(&err, code, NULL, "%s", m);
         free(m);
@@ -144,8 +143,7 @@ rpc_protocol_error(struct conn *c, int code, const char *fmt, ...)
         char *m;
 
         va_start(ap, fmt);
-        if (vasprintf(&m, fmt, ap) < 0)
-                abort();
+        m = xvasprintf(fmt, ap);
         va_end(ap);
         conn_send(c, rpc_error_obj(NULL, code, m, NULL));
         free(m);

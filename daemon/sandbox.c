@@ -148,12 +148,7 @@ sandbox_touch(struct sandbox *sb)
 unsigned
 sandbox_count(void)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
-        n++;
-        return n;
+        return list_count(&sandbox_all);
 }
 
 /* Sandboxes of one uid. */

@@ -9,10 +9,8 @@
 static void
 error_setv(struct sbx_error *err, int code, json_t *data, const char *fmt, va_list ap)
 {
-        char *msg;
+        char *msg = xvasprintf(fmt, ap);
 
-        if (vasprintf(&msg, fmt, ap) < 0)
-                abort();
         sbx_error_clear(err);
         err->code = code;
         err->message = msg;
@@ -44,8 +42,7 @@ sbx_error_prefix(struct sbx_error *err, const char *fmt, ...)
         if (!err || !err->code)
                 return;
         va_start(ap, fmt);
-        if (vasprintf(&ctx, fmt, ap) < 0)
-                abort();
+        ctx = xvasprintf(fmt, ap);
         va_end(ap);
         msg = xasprintf("%s: %s", ctx, err->message ? err->message : "");
         free(ctx);
@@ -90,8 +87,7 @@ sbx_error_backend(struct sbx_error *err, const char *backend, const char *fmt, .
         if (!err)
                 return;
         va_start(ap, fmt);
-        if (vasprintf(&detail, fmt, ap) < 0)
-                abort();
+        detail = xvasprintf(fmt, ap);
         va_end(ap);
         sbx_error_set(err, SBX_E_BACKEND,
                       json_pack("{s:s,s:s}", "backend", backend, "detail", detail),

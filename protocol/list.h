@@ -35,6 +35,17 @@ list_add_tail(struct list *head, struct list *n)
         head->prev = n;
 }
 
+/* Number of entries (walks the list). */
+static inline unsigned
+list_count(const struct list *l)
+{
+        unsigned n = 0;
+
+        for (const struct list *p = l->next; p != l; p = p->next)
+                n++;
+        return n;
+}
+
 /* Unlinks n and leaves it self-linked, so unlinking twice is harmless. */
 static inline void
 list_del(struct list *n)

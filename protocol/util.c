@@ -68,19 +68,27 @@ xstrndup(const char *s, size_t n)
         return p;
 }
 
+/* Formats a va_list into a new string or aborts. */
+char *
+xvasprintf(const char *fmt, va_list ap)
+{
+        char *s;
+
+        if (vasprintf(&s, fmt, ap) < 0)
+                util_oom(strlen(fmt));
+        return s;
+}
+
 /* Formats into a new string or aborts. */
 char *
 xasprintf(const char *fmt, ...)
 {
         va_list ap;
         char *s;
-        int n;
 
         va_start(ap, fmt);
-        n = vasprintf(&s, fmt, ap);
+        s = xvasprintf(fmt, ap);
         va_end(ap);
-        if (n < 0)
-                util_oom(strlen(fmt));
         return s;
 }
 

@@ -26,6 +26,8 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same from a va_list (new); aborts on OOM. */
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Points jansson's allocator at xmalloc/free so NULL from jansson means bad input. */
 void util_json_alloc_init(void);
