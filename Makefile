@@ -186,7 +186,7 @@ clean:
 # libFuzzer target for the policy parser: build/fuzz/fuzz_policy, run for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c
+FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c protocol/codec.c
 fuzz: build/fuzz/fuzz_policy
 	@mkdir -p build/fuzz/corpus
 	cp -n fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true

@@ -24,6 +24,7 @@ struct ctl_ctx {
         const char *socket_opt; /* --socket, borrowed from argv, may be NULL */
         bool json;              /* --json: raw JSON output */
         struct ctl_conn *conn;  /* owned; NULL until ctl_connect() */
+        bool no_hello;          /* do not send daemon.hello first (`call daemon.hello`) */
 };
 
 /* A subcommand: parses its own argv (argv[0] is its name) and returns the exit code. */

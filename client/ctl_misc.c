@@ -292,6 +292,7 @@ ctl_misc_call(struct ctl_ctx *ctx, int argc, char **argv)
                 rc = CTL_EXIT_USAGE;
         if (rc >= 0)
                 return rc;
+        ctx->no_hello = strcmp(argv[first], "daemon.hello") == 0;
         if (!ctl_connect(ctx)) {
                 json_decref(params);
                 return CTL_EXIT_ERROR;

@@ -16,6 +16,7 @@
 enum {
         OPT_ALL = CTL_OPT_LONG,
         OPT_STDERR,
+        OPT_STDOUT,
         OPT_TIMEOUT,
         OPT_GRACE,
 };
@@ -23,7 +24,7 @@ enum {
 struct ctl_proc_opts {
         const char *cmd;
         const char *sandbox, *signal;
-        bool all, follow, err_stream, has_timeout;
+        bool all, follow, err_only, out_only, has_timeout;
         double timeout;
         long long grace_ms;
 };
@@ -45,7 +46,10 @@ ctl_proc_opt_cb(void *st, int opt, const char *arg)
                 o->follow = true;
                 return 0;
         case OPT_STDERR:
-                o->err_stream = true;
+                o->err_only = true;
+                return 0;
+        case OPT_STDOUT:
+                o->out_only = true;
                 return 0;
         case OPT_TIMEOUT:
                 o->has_timeout = true;
@@ -198,9 +202,9 @@ ctl_proc_write_all(int fd, const char *p, size_t n)
         }
 }
 
-/* Writes process.read data to stdout: base64 decoded unless it came as text. */
+/* Writes process.read data to fd: base64 decoded unless it came as text. */
 static void
-ctl_proc_print_data(const json_t *res)
+ctl_proc_print_data(const json_t *res, int fd)
 {
         json_t *data = json_object_get(res, "data");
         struct buf b = {0};
@@ -212,51 +216,100 @@ ctl_proc_print_data(const json_t *res)
                 buf_free(&b);
                 buf_append(&b, json_string_value(data), json_string_length(data));
         }
-        ctl_proc_write_all(STDOUT_FILENO, b.data, b.len);
+        ctl_proc_write_all(fd, b.data, b.len);
         buf_free(&b);
 }
 
-/* One process.read; returns 1 to stop, 0 to go on, -1 on error. */
+/* One stream of `logs`: the process.read in flight and where the next one starts. */
+struct ctl_logs_stream {
+        const char *name;
+        int fd;
+        int64_t req; /* in flight, or 0 */
+        long long offset;
+        bool done;
+};
+
 static int
-ctl_proc_read_once(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const char *id,
-                   long long *offset)
+ctl_proc_logs_send(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const char *id,
+                   struct ctl_logs_stream *s, struct sbx_error *err)
 {
-        json_t *p = json_pack("{s:s, s:s, s:I, s:i, s:i}", "exec_id", id, "stream",
-                              o->err_stream ? "stderr" : "stdout", "offset", (json_int_t) *offset,
-                              "max_bytes", CTL_PROC_READ_MAX, "wait_ms",
-                              o->follow ? CTL_PROC_FOLLOW_MS : 0);
-        json_t *res, *next, *dropped;
-        int stop;
+        json_t *p = json_pack("{s:s, s:s, s:I, s:i, s:i}", "exec_id", id, "stream", s->name,
+                              "offset", (json_int_t) s->offset, "max_bytes", CTL_PROC_READ_MAX,
+                              "wait_ms", o->follow ? CTL_PROC_FOLLOW_MS : 0);
 
         /* Exact bytes on a terminal or pipe; readable text in --json. */
         json_object_set_new(p, "output_encoding", json_string(ctx->json ? "text" : "base64"));
-        if (!(res = ctl_call(ctx, "process.read", p)))
-                return -1;
-        next = json_object_get(res, "next_offset");
-        dropped = json_object_get(res, "dropped_bytes");
+        s->req = ctl_conn_send(ctx->conn, "process.read", p, err);
+        return s->req < 0 ? -1 : 0;
+}
+
+/* Handles the answer of s's process.read: prints it, moves on, says when s is done. */
+static void
+ctl_proc_logs_got(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, struct ctl_logs_stream *s,
+                  json_t *res)
+{
+        json_t *next = json_object_get(res, "next_offset");
+        json_t *dropped = json_object_get(res, "dropped_bytes");
+
         if (ctx->json)
                 ctl_util_print_json(stdout, res);
         else
-                ctl_proc_print_data(res);
-        if (*offset == 0 && json_integer_value(dropped) > 0 && !ctx->json)
-                fprintf(stderr, "sandboxctl: note: the first %lld bytes are no longer retained\n",
-                        (long long) json_integer_value(dropped));
-        stop = json_is_true(json_object_get(res, "eof")) || !json_is_integer(next);
-        if (json_is_integer(next) && json_integer_value(next) > *offset)
-                *offset = json_integer_value(next);
+                ctl_proc_print_data(res, s->fd);
+        if (s->offset == 0 && json_integer_value(dropped) > 0 && !ctx->json)
+                fprintf(stderr,
+                        "sandboxctl: note: the first %lld bytes of %s are no longer "
+                        "retained\n",
+                        (long long) json_integer_value(dropped), s->name);
+        s->done = json_is_true(json_object_get(res, "eof")) || !json_is_integer(next);
+        if (json_is_integer(next) && json_integer_value(next) > s->offset)
+                s->offset = json_integer_value(next);
         else if (!o->follow)
-                stop = 1; /* nothing new and not following: done */
-        json_decref(res);
-        return stop;
+                s->done = true; /* nothing new and not following */
+        s->req = 0;
+}
+
+/* Reads the streams of id until each is done: with -f both long-polls are in flight at once,
+ * so whichever stream has output first is printed first (like `docker logs -f`). */
+static int
+ctl_proc_logs_run(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const char *id,
+                  struct ctl_logs_stream *st, size_t n)
+{
+        struct sbx_error err = {0};
+        size_t left = n;
+
+        while (left) {
+                for (size_t i = 0; i < n; i++) {
+                        json_t *res = NULL;
+                        if (!st[i].done && !st[i].req &&
+                            ctl_proc_logs_send(ctx, o, id, &st[i], &err) < 0)
+                                goto fail;
+                        if (!st[i].req || !ctl_conn_take(ctx->conn, st[i].req, &res, &err))
+                                continue;
+                        if (!res)
+                                goto fail;
+                        ctl_proc_logs_got(ctx, o, &st[i], res);
+                        json_decref(res);
+                        left -= st[i].done;
+                }
+                if (left && ctl_conn_poll(ctx->conn, NULL, 0, -1, &err) < 0)
+                        goto fail;
+        }
+        fflush(stdout);
+        return CTL_EXIT_OK;
+fail:
+        ctl_util_print_error(&err);
+        sbx_error_clear(&err);
+        return CTL_EXIT_ERROR;
 }
 
 static const struct ctl_help ctl_proc_logs_help = {
         "logs",
-        "logs [-f] [--stderr] EXEC_ID",
-        "Prints the retained stdout (or stderr) of a process; with -f, keeps printing until it "
-        "ends.",
+        "logs [-f] [--stdout|--stderr] EXEC_ID",
+        "Prints the retained output of a process: its stdout on stdout and its stderr on stderr;\n"
+        "with -f, keeps printing both as they come until the process ends (like docker logs -f).",
         "  -f, --follow          wait for new output until the process ends\n"
-        "      --stderr          the stderr stream instead of stdout\n",
+        "      --stdout          only the stdout stream\n"
+        "      --stderr          only the stderr stream (printed on stdout)\n",
 };
 
 /* `sandboxctl logs`. */
@@ -266,20 +319,26 @@ ctl_proc_logs(struct ctl_ctx *ctx, int argc, char **argv)
         static const struct option opts[] = {
                 {"follow", no_argument, NULL, 'f'},
                 {"stderr", no_argument, NULL, OPT_STDERR},
+                {"stdout", no_argument, NULL, OPT_STDOUT},
                 {NULL, 0, NULL, 0},
         };
+        struct ctl_logs_stream st[2] = {{"stdout", STDOUT_FILENO, 0, 0, false},
+                                        {"stderr", STDERR_FILENO, 0, 0, false}};
         struct ctl_proc_opts o = {0};
-        long long offset = 0;
         int first, rc;
 
         rc = ctl_proc_parse(ctx, &ctl_proc_logs_help, "f", opts, &o, argc, argv, 1, &first);
+        if (rc < 0 && o.out_only && o.err_only)
+                rc = ctl_util_usage_error("logs", "--stdout and --stderr exclude each other");
         if (rc >= 0)
                 return rc;
-        do
-                rc = ctl_proc_read_once(ctx, &o, argv[first], &offset);
-        while (rc == 0);
-        fflush(stdout);
-        return rc < 0 ? CTL_EXIT_ERROR : CTL_EXIT_OK;
+        if (!ctl_connect(ctx))
+                return CTL_EXIT_ERROR;
+        /* One stream alone goes to stdout, for pipes (`logs --stderr ID | grep`). */
+        st[1].fd = o.err_only ? STDOUT_FILENO : STDERR_FILENO;
+        if (o.err_only)
+                return ctl_proc_logs_run(ctx, &o, argv[first], st + 1, 1);
+        return ctl_proc_logs_run(ctx, &o, argv[first], st, o.out_only ? 1 : 2);
 }
 
 static const struct ctl_help ctl_proc_kill_help = {

@@ -47,6 +47,21 @@ sandboxctl_usage(FILE *f)
               f);
 }
 
+/* Says daemon.hello (role interactive: approvals are asked on the terminal) without waiting for
+ * its answer: the daemon handles a connection's requests in order. */
+static void
+ctl_hello(struct ctl_conn *c)
+{
+        struct sbx_error err = {0};
+        int64_t id = ctl_conn_send(
+                c, "daemon.hello",
+                json_pack("{s:s,s:s}", "client", "sandboxctl", "role", "interactive"), &err);
+
+        if (id > 0)
+                ctl_conn_forget(c, id);
+        sbx_error_clear(&err);
+}
+
 /* Opens the connection on first use. */
 struct ctl_conn *
 ctl_connect(struct ctl_ctx *ctx)
@@ -60,6 +75,8 @@ ctl_connect(struct ctl_ctx *ctx)
                 ctx->conn = ctl_conn_open(path, &err);
         if (!ctx->conn)
                 ctl_util_print_error(&err);
+        else if (!ctx->no_hello)
+                ctl_hello(ctx->conn);
         sbx_error_clear(&err);
         free(path);
         return ctx->conn;

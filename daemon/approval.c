@@ -327,6 +327,10 @@ approval_quick(struct conn *c, struct sandbox *sb, bool host_access, const char 
         case CONN_ROLE_BATCH:
                 return conn_auto_approve(c) && approval_uid_listed(conn_uid(c)) ? 1 : 0;
         case CONN_ROLE_INTERACTIVE:
+                /* Only a client that said hello is known to answer approval.request: any
+                 * other would wait for approval_timeout_s without knowing why. */
+                if (!conn_said_hello(c))
+                        return 0;
                 break;
         }
         *resolution = "user";
@@ -469,6 +473,21 @@ approval_ask(struct conn *c, struct sandbox *sb, json_t *info, const struct poli
         a->call_id = xstrdup(conn_call(c, "approval.request", info, approval_answer_cb, a));
         if (!a->answered)
                 uv_timer_start(&a->timer, approval_timeout_cb, ms, 0);
+}
+
+/* What a denied client is told about how to be asked. */
+const char *
+approval_role_hint(struct conn *c, const char *resolution)
+{
+        if (!c || strcmp(resolution, "role") != 0)
+                return "";
+        if (!conn_said_hello(c))
+                return "; nobody was asked because this connection did not say daemon.hello: "
+                       "send {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.hello\","
+                       "\"params\":{\"role\":\"interactive\"}} first and answer the "
+                       "approval.request the daemon then sends (docs/protocol.md, daemon.hello)";
+        return "; this connection's role does not ask for approval (daemon.hello role "
+               "'interactive' does)";
 }
 
 /* Decides on a verdict for one request. */

@@ -18,6 +18,10 @@
 
 struct sandbox;
 
+/* A sentence to append to a denial's message (resolution "role": how to be asked), or "".
+ * Static string. */
+const char *approval_role_hint(struct conn *c, const char *resolution);
+
 /* allowed: go ahead or not; resolution: "policy" | "user" | "timeout" | "role". */
 typedef void (*approval_cb)(void *ctx, bool allowed, const char *resolution);
 

@@ -101,7 +101,7 @@ config_new_default(void)
         c->exited_retention_s = 3600;
         c->default_max_output_bytes = 1u << 20;
         c->default_backend = xstrdup("local");
-        c->approval_timeout_s = 300;
+        c->approval_timeout_s = 120;
         c->audit_max_bytes = 16u << 20;
         c->audit_keep = 5;
         c->backends = json_object();

@@ -35,6 +35,7 @@ struct conn {
         size_t ngroups;
         enum conn_role role;
         bool auto_approve;
+        bool hello; /* daemon.hello was said */
         char *client;
         struct frame frame;
         size_t queued;
@@ -360,10 +361,18 @@ conn_auto_approve(const struct conn *c)
         return c->auto_approve;
 }
 
+/* Whether daemon.hello was said. */
+bool
+conn_said_hello(const struct conn *c)
+{
+        return c->hello;
+}
+
 /* Sets the role from daemon.hello. */
 void
 conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client)
 {
+        c->hello = true;
         c->role = role;
         c->auto_approve = auto_approve;
         free(c->client);
@@ -432,6 +441,11 @@ conn_send(struct conn *c, json_t *msg)
         struct buf b = {0};
         size_t n;
 
+        if (!msg) {
+                log_warn("conn %llu: a message could not be built and was not sent (a bug)",
+                         (unsigned long long) c->id);
+                return;
+        }
         if (c->closing) {
                 json_decref(msg);
                 return;

@@ -54,6 +54,8 @@ const gid_t *conn_groups(const struct conn *c, size_t *n);
 enum conn_role conn_role(const struct conn *c);
 void conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client);
 bool conn_auto_approve(const struct conn *c);
+/* Whether the client said daemon.hello on this connection. */
+bool conn_said_hello(const struct conn *c);
 
 /* Queues one message (steals msg). Never blocks; the queue is bounded by the caller's checks:
  * conn_congested() says when producers must pause. */

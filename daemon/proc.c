@@ -27,6 +27,8 @@
 #define PROC_MAX_COMMAND (1u << 20)
 #define PROC_CHUNK       (64 * 1024)
 #define PROC_MAX_WAIT_MS (24LL * 3600 * 1000)
+#define PROC_ID_MAX      42 /* a client-chosen exec_id: "p_" and up to 40 of [A-Za-z0-9_-] */
+#define PROC_MAX_PARKED  64 /* process.write requests held for an exec not started yet */
 
 enum proc_state {
         PROC_PENDING,
@@ -69,15 +71,29 @@ struct read_args {
         bool base64;
 };
 
-/* A request waiting on a process (process.wait, process.read long-poll). */
+enum proc_wait_kind {
+        PROC_WAIT_EXIT,   /* process.wait */
+        PROC_WAIT_READ,   /* process.read long-poll */
+        PROC_WAIT_REPEAT, /* exec repeating a client-chosen exec_id: the foreground result */
+};
+
+/* A request waiting on a process. */
 struct proc_waiter {
         struct read_args ra;
         struct list node;
         struct proc *proc;
         struct rpc_req *req;
         uv_timer_t timer;
-        bool is_read;
+        enum proc_wait_kind kind;
         bool done;
+};
+
+/* A process.write that came before its exec started (queued behind another command). */
+struct proc_parked {
+        struct list node;
+        struct rpc_req *req;
+        struct buf data;
+        bool eof;
 };
 
 struct proc {
@@ -86,7 +102,9 @@ struct proc {
         struct list qnode; /* in sandbox->shell_queue while waiting for the shell */
         bool holds_shell;
         int refs;
-        char id[24];
+        char id[PROC_ID_MAX + 1]; /* what clients name it: ours, or theirs (exec_id param) */
+        char key[24];             /* ours, always: spool files, shell state, backends */
+        bool started_sent;        /* exec.started went out */
         uid_t owner;
         struct sandbox *sb;
         enum proc_state state;
@@ -113,6 +131,7 @@ struct proc {
         char *state_path;
         struct list subs;
         struct list waiters;
+        struct list parked; /* struct proc_parked, until it starts or fails */
         uv_timer_t timer;
         bool paused;
         unsigned short rows, cols;
@@ -127,10 +146,25 @@ static uv_timer_t proc_gc_timer;
 static char *proc_spool_dir;
 static const char *proc_shell;
 
-static const char *const exec_keys[] = {
-        "sandbox",         "command",          "argv",       "cwd",        "env",    "timeout_s",
-        "stdin",           "stdin_base64",     "stdin_open", "background", "stream", "merge_stderr",
-        "output_encoding", "max_output_bytes", "pty",        "pty_size",   "tag",    NULL};
+static const char *const exec_keys[] = {"sandbox",
+                                        "command",
+                                        "argv",
+                                        "cwd",
+                                        "env",
+                                        "timeout_s",
+                                        "stdin",
+                                        "stdin_base64",
+                                        "stdin_open",
+                                        "background",
+                                        "stream",
+                                        "merge_stderr",
+                                        "output_encoding",
+                                        "max_output_bytes",
+                                        "pty",
+                                        "pty_size",
+                                        "tag",
+                                        "exec_id",
+                                        NULL};
 static const char *const encodings[] = {"text", "base64", NULL};
 
 static const struct {
@@ -242,18 +276,25 @@ proc_running_uid(uid_t uid)
         return n;
 }
 
+/* The process uid calls id: its own first (ids chosen by clients are unique per owner only),
+ * then, for root, anyone's. */
 static struct proc *
 proc_find(uid_t uid, const char *id)
 {
         struct list *pos, *tmp;
+        struct proc *other = NULL;
 
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                if (!strcmp(p->id, id) && (p->owner == uid || uid == 0))
+                if (strcmp(p->id, id) != 0)
+                        continue;
+                if (p->owner == uid)
                         return p;
+                if (uid == 0 && !other)
+                        other = p;
         }
-        return NULL;
+        return other;
 }
 
 /* ---- output ---- */
@@ -380,25 +421,28 @@ proc_emit(struct proc *p, int stream, const char *data, size_t len, uint64_t off
         proc_update_pause(p);
 }
 
-/* Streams a chunk, holding back an incomplete UTF-8 sequence in text mode. */
+/* Streams a chunk that starts at stream offset off, holding back an incomplete UTF-8 sequence
+ * in text mode (what is held back goes out with the next chunk, at its own offset). */
 static void
-proc_stream_chunk(struct proc *p, int stream, const char *data, size_t len, bool flush)
+proc_stream_chunk(struct proc *p, int stream, const char *data, size_t len, uint64_t off,
+                  bool flush)
 {
         struct pstream *s = &p->out[stream];
-        uint64_t offset = s->total - len - s->ncarry;
+        uint64_t offset = off - s->ncarry;
         char small[PROC_CHUNK + 4];
         const char *src = data;
         size_t n = len, k;
 
         if (p->base64) {
-                proc_emit(p, stream, data, len, s->total - len);
+                proc_emit(p, stream, data, len, off);
                 return;
         }
         if (s->ncarry) {
                 if (len > PROC_CHUNK) {
                         /* Emit the carry with the first bytes, then the rest separately. */
-                        proc_stream_chunk(p, stream, data, PROC_CHUNK, false);
-                        proc_stream_chunk(p, stream, data + PROC_CHUNK, len - PROC_CHUNK, flush);
+                        proc_stream_chunk(p, stream, data, PROC_CHUNK, off, false);
+                        proc_stream_chunk(p, stream, data + PROC_CHUNK, len - PROC_CHUNK,
+                                          off + PROC_CHUNK, flush);
                         return;
                 }
                 memcpy(small, s->carry, s->ncarry);
@@ -428,7 +472,7 @@ proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t l
         if (!p->background)
                 pstream_capture(s, data, len);
         if (p->stream)
-                proc_stream_chunk(p, stream, data, len, false);
+                proc_stream_chunk(p, stream, data, len, s->total - len, false);
         proc_wake_readers(p);
 }
 
@@ -442,40 +486,72 @@ proc_policy_json(struct proc *p)
                          policy_findings_json(&p->pr));
 }
 
+/* The result text of one stream: all of it (head, then tail) when total fits in max_output,
+ * else its first bytes (head), a marker and its last bytes (tail). */
 static json_t *
-proc_result_text(struct proc *p, int stream, bool *truncated)
+proc_format_text(struct proc *p, const struct buf *head, const struct buf *tail, uint64_t total,
+                 bool *truncated)
 {
-        struct pstream *s = &p->out[stream];
-        struct buf raw = {0}, tail = {0};
+        struct buf raw = {0};
         json_t *v;
-        uint64_t omitted = s->total > p->max_output ? s->total - p->max_output : 0;
+        uint64_t omitted = total > p->max_output ? total - p->max_output : 0;
 
-        if (!omitted) {
-                buf_append(&raw, s->head.data, s->head.len);
-                pstream_tail(s, &raw);
+        if (!omitted || p->base64) {
+                buf_append(&raw, head->data, head->len);
+                buf_append(&raw, tail->data, tail->len);
                 v = proc_encode(p->base64, raw.data ? raw.data : "", raw.len);
+                *truncated = *truncated || omitted;
                 buf_free(&raw);
                 return v;
         }
         *truncated = true;
-        pstream_tail(s, &tail);
-        if (p->base64) {
-                buf_append(&raw, s->head.data, s->head.len);
-                buf_append(&raw, tail.data, tail.len);
-                v = proc_encode(true, raw.data, raw.len);
-        } else {
-                size_t h = utf8_floor(s->head.data, s->head.len);
-                size_t t = utf8_ceil_start(tail.data, tail.len);
-                utf8_sanitize(&raw, s->head.data, h);
-                buf_appendf(&raw,
-                            "\n[... %llu bytes truncated by sandboxd (max_output_bytes=%llu); "
-                            "the full output is in process.read ...]\n",
-                            (unsigned long long) (omitted + (s->head.len - h) + t),
-                            (unsigned long long) p->max_output);
-                utf8_sanitize(&raw, tail.data + t, tail.len - t);
-                v = json_stringn(raw.data, raw.len);
-        }
+        size_t h = utf8_floor(head->data, head->len);
+        size_t t = utf8_ceil_start(tail->data, tail->len);
+        utf8_sanitize(&raw, head->data, h);
+        buf_appendf(&raw,
+                    "\n[... %llu bytes truncated by sandboxd (max_output_bytes=%llu); "
+                    "the full output is in process.read ...]\n",
+                    (unsigned long long) (omitted + (head->len - h) + t),
+                    (unsigned long long) p->max_output);
+        utf8_sanitize(&raw, tail->data + t, tail->len - t);
+        v = json_stringn(raw.data, raw.len);
         buf_free(&raw);
+        return v;
+}
+
+/* Head and tail of a stream read back from its spool, once the in-memory capture is gone (the
+ * result of a repeated exec_id). */
+static void
+proc_spool_head_tail(struct proc *p, struct pstream *s, struct buf *head, struct buf *tail)
+{
+        uint64_t total = spool_total(s->spool), start = 0;
+        uint64_t hcap = p->max_output / 2, tcap = p->max_output - hcap;
+
+        if (total <= p->max_output) {
+                hcap = total;
+                tcap = 0;
+        }
+        if (hcap && spool_first(s->spool) == 0)
+                spool_read(s->spool, 0, (size_t) hcap, head, &start);
+        if (tcap)
+                spool_read(s->spool, total - tcap, (size_t) tcap, tail, &start);
+}
+
+static json_t *
+proc_result_text(struct proc *p, int stream, bool *truncated)
+{
+        struct pstream *s = &p->out[stream];
+        struct buf head = {0}, tail = {0};
+        json_t *v;
+
+        if (s->head_cap || s->tail_cap) {
+                pstream_tail(s, &tail);
+                v = proc_format_text(p, &s->head, &tail, s->total, truncated);
+        } else {
+                proc_spool_head_tail(p, s, &head, &tail);
+                v = proc_format_text(p, &head, &tail, s->total, truncated);
+        }
+        buf_free(&head);
         buf_free(&tail);
         return v;
 }
@@ -580,6 +656,13 @@ proc_subscribe(struct proc *p, struct conn *c, bool foreground)
 }
 
 static void proc_waiter_answer(struct proc_waiter *w);
+static const char *proc_state_name(const struct proc *p);
+static json_t *proc_wait_json(struct proc *p);
+static void proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms,
+                         const struct read_args *ra, enum proc_wait_kind kind);
+static void proc_repeat_answer(struct proc *p, struct rpc_req *req);
+static void proc_flush_parked(struct proc *p);
+static void proc_fail_waiters(struct proc *p, const struct sbx_error *err);
 
 static void
 proc_wake_all(struct proc *p, bool readers_only)
@@ -589,7 +672,7 @@ proc_wake_all(struct proc *p, bool readers_only)
         LIST_FOREACH_SAFE(pos, tmp, &p->waiters)
         {
                 struct proc_waiter *w = LIST_ENTRY(pos, struct proc_waiter, node);
-                if (!readers_only || w->is_read)
+                if (!readers_only || w->kind == PROC_WAIT_READ)
                         proc_waiter_answer(w);
         }
 }
@@ -664,7 +747,7 @@ proc_finish(struct proc *p)
         uv_timer_stop(&p->timer);
         for (int i = 0; i < 2; i++)
                 if (p->stream && p->out[i].ncarry)
-                        proc_stream_chunk(p, i, "", 0, true);
+                        proc_stream_chunk(p, i, "", 0, p->out[i].total, true);
         if (p->req) {
                 rpc_result(p->req, proc_result_json(p));
                 p->req = NULL;
@@ -684,6 +767,7 @@ proc_finish(struct proc *p)
                 proc_sub_free(s);
         }
         proc_wake_all(p, false);
+        proc_flush_parked(p);
         if (p->sb->running)
                 p->sb->running--;
         sandbox_touch(p->sb);
@@ -743,6 +827,8 @@ proc_fail(struct proc *p, struct sbx_error *err)
         proc_set_ended(p, PROC_FAILED);
         proc_drop_subs(p);
         proc_release_shell(p);
+        proc_fail_waiters(p, err);
+        proc_flush_parked(p);
         if (p->req) {
                 rpc_error(p->req, err);
                 p->req = NULL;
@@ -938,6 +1024,24 @@ proc_effective_cwd(struct proc *p)
         return p->sb->cwd ? p->sb->cwd : p->sb->workdir;
 }
 
+/* Tells the requester which process its exec became, before any of its output (protocol §10):
+ * a client can route live output and kill a foreground exec by its id. */
+static void
+proc_send_started(struct proc *p)
+{
+        json_t *params;
+
+        if (p->started_sent || !p->req || conn_closing(p->req->conn))
+                return;
+        p->started_sent = true;
+        params = json_pack("{s:s,s:s}", "exec_id", p->id, "sandbox", p->sb->id);
+        if (p->req->id)
+                json_object_set(params, "request_id", p->req->id);
+        if (p->tag)
+                json_object_set_new(params, "tag", json_string(p->tag));
+        conn_notify(p->req->conn, "exec.started", params);
+}
+
 static void
 proc_start(struct proc *p)
 {
@@ -973,13 +1077,13 @@ proc_start(struct proc *p)
                 /* Where the shell wrapper leaves cwd and exports: the host state directory for
                  * local, a private directory inside the sandbox for the others. */
                 if (!strcmp(p->ops->name, "local"))
-                        p->state_path = xasprintf("%s/shell/%s.state", p->sb->state_dir, p->id);
+                        p->state_path = xasprintf("%s/shell/%s.state", p->sb->state_dir, p->key);
                 else
-                        p->state_path = xasprintf("/tmp/.sandboxd/%s.state", p->id);
+                        p->state_path = xasprintf("/tmp/.sandboxd/%s.state", p->key);
         }
         argv = proc_build_argv(p);
         envp = proc_build_env(p);
-        spec.exec_id = p->id;
+        spec.exec_id = p->key;
         spec.argv = argv;
         spec.envp = envp;
         spec.cwd = proc_effective_cwd(p);
@@ -994,6 +1098,7 @@ proc_start(struct proc *p)
         spec.who = &p->sb->who;
         p->start_ns = util_now_ns();
         p->started_wall = util_wall_ms();
+        proc_send_started(p);
         proc_ref(p); /* the backend's, dropped in proc_exit_cb */
         r = p->ops->exec_start(p->sb->bsb, &spec, &cbs, p, &p->bp, &err);
         proc_strv_free(argv);
@@ -1014,6 +1119,7 @@ proc_start(struct proc *p)
         buf_free(&p->stdin_data);
         p->state = PROC_RUNNING;
         p->stdin_closed = !p->stdin_open;
+        proc_flush_parked(p);
         if (p->timeout_ms)
                 uv_timer_start(&p->timer, proc_timeout_cb, p->timeout_ms, 0);
         if (p->background && p->req) {
@@ -1038,8 +1144,9 @@ proc_approval_cb(void *ctx, bool allowed, const char *resolution)
                               json_pack("{s:s,s:s,s:o}", "verdict",
                                         policy_verdict_name(p->pr.verdict), "resolution",
                                         resolution, "findings", policy_findings_json(&p->pr)),
-                              "denied by policy (%s): %s", resolution,
-                              p->pr.nfindings ? p->pr.findings[0].message : "not approved");
+                              "denied by policy (%s): %s%s", resolution,
+                              p->pr.nfindings ? p->pr.findings[0].message : "not approved",
+                              approval_role_hint(p->req ? p->req->conn : NULL, resolution));
                 proc_fail(p, &err);
                 proc_unref(p);
                 return;
@@ -1084,7 +1191,7 @@ proc_judge(struct proc *p)
         else
                 json_object_set(info, "argv", p->argv);
         if (pctx.cwd)
-                json_object_set_new(info, "cwd", json_string(pctx.cwd));
+                json_object_set_new(info, "cwd", json_text(pctx.cwd));
         proc_ref(p);
         approval_decide(p->req ? p->req->conn : NULL, p->sb, p->sb->host_access, info, &p->pr,
                         proc_approval_cb, p);
@@ -1102,6 +1209,8 @@ proc_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
                 /* No sandbox: pretend it never existed. */
                 proc_set_ended(p, PROC_FAILED);
                 proc_drop_subs(p);
+                proc_fail_waiters(p, &e);
+                proc_flush_parked(p);
                 rpc_error(p->req, &e);
                 p->req = NULL;
                 list_del(&p->node);
@@ -1237,18 +1346,21 @@ proc_parse(struct proc *p, json_t *params, struct sbx_error *err)
         return 0;
 }
 
+/* A new process of owner, named id (a client's choice, validated) or, when NULL, as its key. */
 static struct proc *
-proc_new(uid_t owner)
+proc_new(uid_t owner, const char *id)
 {
         struct proc *p = xcalloc(1, sizeof(*p));
         char rnd[13];
 
         util_random_hex(rnd, 12);
-        snprintf(p->id, sizeof(p->id), "p_%s", rnd);
+        snprintf(p->key, sizeof(p->key), "p_%s", rnd);
+        snprintf(p->id, sizeof(p->id), "%s", id ? id : p->key);
         p->refs = 1; /* the registry's, dropped by the timer close */
         p->owner = owner;
         list_init(&p->subs);
         list_init(&p->waiters);
+        list_init(&p->parked);
         list_init(&p->qnode);
         list_add_tail(&proc_live_list, &p->lnode);
         uv_timer_init(g.loop, &p->timer);
@@ -1261,7 +1373,7 @@ static void
 proc_setup_streams(struct proc *p)
 {
         for (int i = 0; i < 2; i++) {
-                char *path = xasprintf("%s/%s.%s", proc_spool_dir, p->id, i ? "err" : "out");
+                char *path = xasprintf("%s/%s.%s", proc_spool_dir, p->key, i ? "err" : "out");
                 struct pstream *s = &p->out[i];
                 s->spool = spool_new(path, g.config->spool_max_bytes);
                 free(path);
@@ -1292,16 +1404,106 @@ proc_check_limits(uid_t uid, struct sbx_error *err)
         return 0;
 }
 
+/* A client-chosen exec_id: "p_" and 1 to 40 letters, digits, '_' or '-' (no path, no
+ * space: it names files nowhere, but it is shown and logged). */
+static int
+proc_check_id(const char *id, struct sbx_error *err)
+{
+        static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+        size_t n = strlen(id);
+
+        if (n > 2 && n <= PROC_ID_MAX && !strncmp(id, "p_", 2) && strspn(id + 2, ok) == n - 2)
+                return 0;
+        sbx_error_param(err, "exec_id",
+                        "invalid params: 'exec_id' must be \"p_\" followed by 1 to %d letters, "
+                        "digits, '_' or '-'",
+                        PROC_ID_MAX - 2);
+        return -1;
+}
+
+/* The process of uid named id, its own only (client-chosen ids are unique per owner). */
+static struct proc *
+proc_find_own(uid_t uid, const char *id)
+{
+        struct proc *p = proc_find(uid, id);
+
+        return p && p->owner == uid ? p : NULL;
+}
+
+/* Whether params ask for what p was started with (a retry, not a reuse of the id). */
+static bool
+proc_same_request(const struct proc *p, json_t *params)
+{
+        const char *cmd = json_string_value(json_object_get(params, "command"));
+        json_t *argv = json_object_get(params, "argv");
+
+        if (json_is_true(json_object_get(params, "background")) != p->background)
+                return false;
+        if (p->command)
+                return cmd && !strcmp(cmd, p->command);
+        return argv && json_equal(argv, p->argv);
+}
+
+/* The answer to a repeated exec: a foreground exec's result (its output read back from the
+ * spool), or a background exec's state. */
+static void
+proc_repeat_answer(struct proc *p, struct rpc_req *req)
+{
+        json_t *r;
+
+        if (!p->background) {
+                r = proc_result_json(p);
+        } else {
+                r = proc_wait_json(p);
+                json_object_set_new(r, "state", json_string(proc_state_name(p)));
+                json_object_set_new(r, "background", json_true());
+                json_object_set_new(r, "sandbox", p->sb ? json_string(p->sb->id) : json_null());
+        }
+        json_object_set_new(r, "repeated", json_true());
+        rpc_result(req, r);
+}
+
+/* exec with the exec_id of a known process: the same command again is a retry and gets that
+ * process's result (once it has ended) instead of a second run. */
+static void
+proc_repeat(struct proc *p, struct rpc_req *req)
+{
+        struct sbx_error err = {0};
+
+        if (!proc_same_request(p, req->params)) {
+                sbx_error_param(&err, "exec_id",
+                                "invalid params: exec_id '%s' was already used for another "
+                                "command (a repeat must send the same command; choose a new id)",
+                                p->id);
+                rpc_error(req, &err);
+                return;
+        }
+        if (!p->background && proc_live(p)) {
+                proc_wait_on(p, req, 0, NULL, PROC_WAIT_REPEAT);
+                return;
+        }
+        proc_repeat_answer(p, req);
+}
+
 /* exec */
 void
 method_exec(struct rpc_req *req)
 {
         struct sbx_error err = {0};
         uid_t uid = conn_uid(req->conn);
-        const char *sbname = NULL;
+        const char *sbname = NULL, *want = NULL;
         struct sandbox *sb = NULL;
         struct proc *p;
 
+        if (params_str(req->params, "exec_id", 64, &want, &err) < 0 ||
+            (want && proc_check_id(want, &err) < 0)) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (want && (p = proc_find_own(uid, want))) {
+                proc_repeat(p, req);
+                return;
+        }
         if (proc_check_limits(uid, &err) < 0 ||
             params_str(req->params, "sandbox", 256, &sbname, &err) < 0) {
                 rpc_error(req, &err);
@@ -1318,7 +1520,7 @@ method_exec(struct rpc_req *req)
                 rpc_error(req, &err);
                 return;
         }
-        p = proc_new(uid);
+        p = proc_new(uid, want);
         if (proc_parse(p, req->params, &err) < 0) {
                 proc_set_ended(p, PROC_FAILED);
                 list_del(&p->node);
@@ -1361,6 +1563,18 @@ proc_from_params(struct rpc_req *req, const char *const *keys, struct sbx_error 
         return p;
 }
 
+/* A process's state as clients see it: waiting for its turn at the sandbox's shell, not
+ * started yet for another reason (policy, approval, sandbox), running, or ended. */
+static const char *
+proc_state_name(const struct proc *p)
+{
+        if (!proc_live(p))
+                return "exited";
+        if (p->state == PROC_RUNNING)
+                return "running";
+        return list_empty(&p->qnode) ? "starting" : "queued";
+}
+
 static json_t *
 proc_list_entry(struct proc *p)
 {
@@ -1370,8 +1584,7 @@ proc_list_entry(struct proc *p)
         util_rfc3339(p->started_wall, a, sizeof(a));
         util_rfc3339(p->ended_wall, b, sizeof(b));
         o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:o,s:I,s:I,s:o,s:b}", "exec_id", p->id,
-                      "sandbox", p->sb ? p->sb->id : "", "state",
-                      p->state >= PROC_EXITED ? "exited" : "running", "exit_code",
+                      "sandbox", p->sb ? p->sb->id : "", "state", proc_state_name(p), "exit_code",
                       p->state == PROC_EXITED && !p->sig ? json_integer(p->exit_code) : json_null(),
                       "signal", proc_signal_json(p->sig), "timed_out", p->timed_out, "started_at",
                       a, "ended_at", p->state >= PROC_EXITED ? json_string(b) : json_null(),
@@ -1484,11 +1697,41 @@ proc_waiter_answer(struct proc_waiter *w)
         w->done = true;
         list_del(&w->node);
         uv_timer_stop(&w->timer);
-        if (w->is_read)
+        switch (w->kind) {
+        case PROC_WAIT_READ:
                 rpc_result(w->req, proc_read_json(p, &w->ra));
-        else
+                break;
+        case PROC_WAIT_EXIT:
                 rpc_result(w->req, proc_wait_json(p));
+                break;
+        case PROC_WAIT_REPEAT:
+                proc_repeat_answer(p, w->req);
+                break;
+        }
         uv_close((uv_handle_t *) &w->timer, proc_waiter_close_cb);
+}
+
+/* p will never run: a repeat waiting for its result gets err, other waiters its state. */
+static void
+proc_fail_waiters(struct proc *p, const struct sbx_error *err)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &p->waiters)
+        {
+                struct proc_waiter *w = LIST_ENTRY(pos, struct proc_waiter, node);
+                struct sbx_error e = {0};
+                if (w->kind != PROC_WAIT_REPEAT) {
+                        proc_waiter_answer(w);
+                        continue;
+                }
+                w->done = true;
+                list_del(&w->node);
+                uv_timer_stop(&w->timer);
+                sbx_error_set(&e, err->code, json_incref(err->data), "%s", err->message);
+                rpc_error(w->req, &e);
+                uv_close((uv_handle_t *) &w->timer, proc_waiter_close_cb);
+        }
 }
 
 static void
@@ -1498,7 +1741,8 @@ proc_waiter_timeout_cb(uv_timer_t *t)
 }
 
 static void
-proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms, const struct read_args *ra)
+proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms, const struct read_args *ra,
+             enum proc_wait_kind kind)
 {
         struct proc_waiter *w = xcalloc(1, sizeof(*w));
 
@@ -1507,7 +1751,7 @@ proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms, const str
         w->proc = p;
         proc_ref(p);
         w->req = req;
-        w->is_read = ra != NULL;
+        w->kind = kind;
         uv_timer_init(g.loop, &w->timer);
         w->timer.data = w;
         list_add_tail(&p->waiters, &w->node);
@@ -1541,10 +1785,74 @@ method_process_read(struct rpc_req *req)
         a.max = (size_t) max;
         a.base64 = enc < 0 ? p->base64 : enc == 1;
         if (wait && proc_live(p) && (uint64_t) offset >= spool_total(p->out[stream].spool)) {
-                proc_wait_on(p, req, (uint64_t) wait, &a);
+                proc_wait_on(p, req, (uint64_t) wait, &a, PROC_WAIT_READ);
                 return;
         }
         rpc_result(req, proc_read_json(p, &a));
+}
+
+/* Writes data to p's stdin and answers req (both stolen: data is freed). */
+static void
+proc_write_now(struct proc *p, struct rpc_req *req, struct buf *data, bool eof)
+{
+        int r;
+
+        if (p->state != PROC_RUNNING || p->stdin_closed) {
+                buf_free(data);
+                rpc_error_msg(req, SBX_E_STDIN_CLOSED,
+                              "stdin of '%s' is not open (start the exec with 'stdin_open': "
+                              "true; it closes after eof or when the process exits%s)",
+                              p->id, p->state == PROC_FAILED ? "; this exec never started" : "");
+                return;
+        }
+        r = p->ops->exec_write(p->bp, data->data, data->len, eof);
+        if (eof)
+                p->stdin_closed = true;
+        if (r < 0) {
+                buf_free(data);
+                rpc_error_msg(req, SBX_E_STDIN_CLOSED, "stdin of '%s' is closed: %s", p->id,
+                              strerror(-r));
+                return;
+        }
+        rpc_result(req, json_pack("{s:I}", "written", (json_int_t) data->len));
+        buf_free(data);
+}
+
+/* Holds a write for an exec with stdin_open that has not started yet (waiting for the shell,
+ * for approval, for its sandbox): it is done, in order, once the exec runs. The writer's
+ * answer waits, so a client that waits for answers before sending more stays paced. */
+static void
+proc_park_write(struct proc *p, struct rpc_req *req, struct buf *data, bool eof)
+{
+        struct proc_parked *w;
+
+        if (list_count(&p->parked) >= PROC_MAX_PARKED) {
+                struct sbx_error err = {0};
+                buf_free(data);
+                sbx_error_limit(&err, "parked_writes", PROC_MAX_PARKED,
+                                "limit reached: %d process.write requests already wait for '%s' "
+                                "to start; wait for their answers before sending more",
+                                PROC_MAX_PARKED, p->id);
+                rpc_error(req, &err);
+                return;
+        }
+        w = xcalloc(1, sizeof(*w));
+        w->req = req;
+        w->data = *data;
+        w->eof = eof;
+        list_add_tail(&p->parked, &w->node);
+}
+
+/* Does (running) or refuses (ended) the writes that waited for p to start. */
+static void
+proc_flush_parked(struct proc *p)
+{
+        while (!list_empty(&p->parked)) {
+                struct proc_parked *w = LIST_ENTRY(p->parked.next, struct proc_parked, node);
+                list_del(&w->node);
+                proc_write_now(p, w->req, &w->data, w->eof);
+                free(w);
+        }
 }
 
 /* process.write */
@@ -1557,7 +1865,6 @@ method_process_write(struct rpc_req *req)
         const char *data = NULL, *b64 = NULL;
         bool eof = false;
         struct buf b = {0};
-        int r;
 
         if (!p || params_str(req->params, "data", g.config->max_stdin_bytes, &data, &err) < 0 ||
             params_str(req->params, "data_base64", g.config->max_stdin_bytes / 3 * 4 + 4, &b64,
@@ -1576,25 +1883,10 @@ method_process_write(struct rpc_req *req)
                 rpc_error(req, &err);
                 return;
         }
-        if (p->state != PROC_RUNNING || p->stdin_closed) {
-                buf_free(&b);
-                rpc_error_msg(req, SBX_E_STDIN_CLOSED,
-                              "stdin of '%s' is not open (start the exec with 'stdin_open': "
-                              "true; it closes after eof or when the process exits)",
-                              p->id);
-                return;
-        }
-        r = p->ops->exec_write(p->bp, b.data, b.len, eof);
-        if (eof)
-                p->stdin_closed = true;
-        if (r < 0) {
-                buf_free(&b);
-                rpc_error_msg(req, SBX_E_STDIN_CLOSED, "stdin of '%s' is closed: %s", p->id,
-                              strerror(-r));
-                return;
-        }
-        rpc_result(req, json_pack("{s:I}", "written", (json_int_t) b.len));
-        buf_free(&b);
+        if (proc_live(p) && p->state != PROC_RUNNING && p->stdin_open)
+                proc_park_write(p, req, &b, eof);
+        else
+                proc_write_now(p, req, &b, eof);
 }
 
 static int
@@ -1719,7 +2011,7 @@ method_process_wait(struct rpc_req *req)
                 return;
         }
         /* Without timeout_ms, wait until the process ends. */
-        proc_wait_on(p, req, timeout > 0 ? (uint64_t) timeout : 0, NULL);
+        proc_wait_on(p, req, timeout > 0 ? (uint64_t) timeout : 0, NULL, PROC_WAIT_EXIT);
 }
 
 static uint64_t

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon/methods.h"
+#include "protocol/codec.h"
 #include "protocol/util.h"
 
 struct rpc_batch {
@@ -48,7 +49,7 @@ static const struct rpc_method rpc_methods[] = {
 static json_t *
 rpc_error_obj(json_t *id, int code, const char *message, json_t *data)
 {
-        json_t *e = json_pack("{s:i,s:s}", "code", code, "message", message);
+        json_t *e = json_pack("{s:i,s:o}", "code", code, "message", json_text(message));
 
         if (data)
                 json_object_set(e, "data", data);
@@ -96,9 +97,17 @@ rpc_result(struct rpc_req *req, json_t *result)
 {
         json_t *msg = NULL;
 
+        if (!result) {
+                /* A result that could not be built (jansson refuses a string that is not
+                 * UTF-8): an answer must still go out, or the client waits forever. */
+                rpc_error_msg(req, SBX_E_INTERNAL,
+                              "internal error: the result of '%s' could not be encoded (a bug: "
+                              "please report it)",
+                              req->method);
+                return;
+        }
         if (req->id)
-                msg = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", req->id, "result",
-                                result ? result : json_object());
+                msg = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", req->id, "result", result);
         else
                 json_decref(result);
         rpc_deliver(req, msg);

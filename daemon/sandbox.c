@@ -16,6 +16,7 @@
 #include "daemon/methods.h"
 #include "daemon/proc.h"
 #include "daemon/records.h"
+#include "protocol/codec.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
 
@@ -416,8 +417,8 @@ sandbox_approval_cb(void *ctx, bool allowed, const char *resolution)
                               json_pack("{s:s,s:s,s:o}", "verdict",
                                         policy_verdict_name(sc->pr.verdict), "resolution",
                                         resolution, "findings", policy_findings_json(&sc->pr)),
-                              "denied by policy (%s): the sandbox spec was not approved",
-                              resolution);
+                              "denied by policy (%s): the sandbox spec was not approved%s",
+                              resolution, approval_role_hint(sc->conn, resolution));
                 sandbox_create_fail(sc, &err);
                 sbx_error_clear(&err);
                 return;
@@ -773,9 +774,9 @@ method_sandbox_get(struct rpc_req *req)
         util_rfc3339(util_wall_ms() - ago, ts, sizeof(ts));
         json_object_set_new(o, "last_activity", json_string(ts));
         json_object_set_new(o, "cwd",
-                            json_string(sb->cwd       ? sb->cwd
-                                        : sb->workdir ? sb->workdir
-                                                      : "/"));
+                            json_text(sb->cwd       ? sb->cwd
+                                      : sb->workdir ? sb->workdir
+                                                    : "/"));
         rpc_result(req, o);
 }
 

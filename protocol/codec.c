@@ -80,6 +80,23 @@ utf8_sanitize(struct buf *out, const char *p, size_t n)
         buf_append(out, p + run, n - run);
 }
 
+/* A JSON string of any bytes. */
+json_t *
+json_text(const char *s)
+{
+        struct buf b = {0};
+        json_t *v;
+
+        if (!s)
+                return json_null();
+        if (utf8_valid(s, strlen(s)))
+                return json_string(s);
+        utf8_sanitize(&b, s, strlen(s));
+        v = json_stringn(b.data, b.len);
+        buf_free(&b);
+        return v;
+}
+
 /* Validity check. */
 bool
 utf8_valid(const char *p, size_t n)

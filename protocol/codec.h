@@ -2,6 +2,7 @@
 #ifndef SANDBOXD_CODEC_H
 #define SANDBOXD_CODEC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -14,6 +15,9 @@ size_t utf8_complete_prefix(const char *p, size_t n);
 void utf8_sanitize(struct buf *out, const char *p, size_t n);
 /* True when p[0..n) is valid UTF-8. */
 bool utf8_valid(const char *p, size_t n);
+/* A JSON string of s (new) with every invalid UTF-8 byte replaced by U+FFFD, so that text from
+ * the system (paths, messages) can always be sent; JSON null for NULL. */
+json_t *json_text(const char *s);
 /* Largest k <= n such that p[0..k) does not split a UTF-8 sequence (for head truncation). */
 size_t utf8_floor(const char *p, size_t n);
 /* Smallest k >= 0 such that p[k..n) starts on a character boundary (for tail truncation). */

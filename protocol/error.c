@@ -3,7 +3,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "protocol/codec.h"
 #include "protocol/util.h"
 
 static void
@@ -11,6 +13,14 @@ error_setv(struct sbx_error *err, int code, json_t *data, const char *fmt, va_li
 {
         char *msg = xvasprintf(fmt, ap);
 
+        /* Messages name paths and commands: they must reach the client whatever their bytes. */
+        if (!utf8_valid(msg, strlen(msg))) {
+                struct buf b = {0};
+                utf8_sanitize(&b, msg, strlen(msg));
+                buf_append(&b, "", 1);
+                free(msg);
+                msg = b.data;
+        }
         sbx_error_clear(err);
         err->code = code;
         err->message = msg;
@@ -46,8 +56,8 @@ sbx_error_prefix(struct sbx_error *err, const char *fmt, ...)
         va_end(ap);
         msg = xasprintf("%s: %s", ctx, err->message ? err->message : "");
         free(ctx);
-        free(err->message);
-        err->message = msg;
+        sbx_error_set(err, err->code, json_incref(err->data), "%s", msg);
+        free(msg);
 }
 
 /* Invalid parameter naming param. */

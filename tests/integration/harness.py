@@ -105,7 +105,9 @@ class RpcError(Exception):
 class Client:
     """Blocking NDJSON JSON-RPC client that keeps notifications and answers server requests."""
 
-    def __init__(self, path, on_request=None, timeout=60):
+    def __init__(self, path, on_request=None, timeout=60, hello=None):
+        """hello: send daemon.hello (role interactive) first; by default when on_request is
+        given, since only a connection that said hello is asked for approvals."""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
         self.buf = b""
@@ -114,6 +116,8 @@ class Client:
         self.responses = {}
         self.on_request = on_request
         self.timeout = timeout
+        if hello if hello is not None else on_request is not None:
+            self.call("daemon.hello", {"client": "harness", "role": "interactive"})
 
     def close(self):
         self.sock.close()

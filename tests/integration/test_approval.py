@@ -183,7 +183,7 @@ class Interactive(DaemonTest):
 
     def test_error_answer_denies(self):
         ws = workspace(self)
-        c = self.daemon.client()
+        c = self.daemon.client(hello=True)
         self.addCleanup(c.close)
         seen = []
 

@@ -180,7 +180,8 @@ class Exec(DaemonTest):
         self.assertTrue(resp["exec_id"].startswith("p_"))
         self.assertEqual(self.c.output(resp["exec_id"]), "hi\n")
         self.assertEqual(self.c.output(resp["exec_id"], "stderr"), "oops\n")
-        outs = [n for n in self.c.notifications if n["params"].get("exec_id") == resp["exec_id"]]
+        outs = [n for n in self.c.notifications if n["params"].get("exec_id") == resp["exec_id"]
+                and n["method"] == "exec.output"]
         self.assertTrue(all(n["params"]["offset"] == 0 for n in outs))
 
     def test_exit_code_and_signal(self):
