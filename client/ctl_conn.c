@@ -12,6 +12,7 @@
 
 #include "client/ctl_approval.h"
 #include "client/ctl_util.h"
+#include "protocol/sockpath.h"
 
 #define CTL_CONN_READ_CHUNK (256u << 10)
 
@@ -28,26 +29,31 @@ struct ctl_conn {
         void *notify_arg;
 };
 
-/* Socket lookup as in protocol §1, without systemd. */
+/* Socket lookup as in protocol §1, without systemd: the daemon's own (protocol/sockpath.c). */
 int
-ctl_conn_socket_path(const char *opt, char **out, struct sbx_error *err)
+ctl_conn_socket_path(const char *opt, char **out, bool *is_default, struct sbx_error *err)
 {
         const char *env = getenv("SANDBOXD_SOCKET");
-        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        bool private_dir = false;
+        char *why = NULL;
 
-        if (opt && *opt)
+        *is_default = false;
+        if (opt && *opt) {
                 *out = xstrdup(opt);
-        else if (env && *env)
+                return 0;
+        }
+        if (env && *env) {
                 *out = xstrdup(env);
-        else if (geteuid() == 0)
-                *out = xstrdup("/run/sandboxd/sandboxd.sock");
-        else if (xdg && *xdg)
-                *out = xasprintf("%s/sandboxd/sandboxd.sock", xdg);
-        else {
-                sbx_error_set(err, CTL_E_LOCAL, NULL,
-                              "cannot find the sandboxd socket: XDG_RUNTIME_DIR is not set; use "
-                              "--socket PATH or SANDBOXD_SOCKET");
-                return -ENOENT;
+                return 0;
+        }
+        *is_default = true;
+        *out = sockpath_default(geteuid(), getenv("XDG_RUNTIME_DIR"), &private_dir);
+        if (private_dir && sockpath_check_dir(*out, geteuid(), &why) == -EPERM) {
+                sbx_error_set(err, CTL_E_LOCAL, NULL, "not connecting to %s: %s", *out, why);
+                free(why);
+                free(*out);
+                *out = NULL;
+                return -EPERM;
         }
         return 0;
 }
@@ -70,8 +76,18 @@ ctl_conn_open(const char *path, struct sbx_error *err)
                 int e = errno;
                 if (fd >= 0)
                         close(fd);
-                sbx_error_set(err, CTL_E_LOCAL, NULL,
-                              "cannot connect to %s: %s (is sandboxd running?)", path, strerror(e));
+                if (e == EACCES || e == EPERM)
+                        sbx_error_set(err, CTL_E_LOCAL, NULL,
+                                      "cannot connect to %s: permission denied: you are not "
+                                      "allowed to use this socket (the operator can add you to "
+                                      "allow_users / allow_groups and socket_group in "
+                                      "sandboxd.conf; see docs/configuration.md)",
+                                      path);
+                else
+                        sbx_error_set(err, CTL_E_LOCAL, NULL,
+                                      "cannot connect to %s: %s (is sandboxd running?)", path,
+                                      strerror(e));
+                errno = e;
                 return NULL;
         }
         c = xcalloc(1, sizeof(*c));

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +22,10 @@ struct ctl_conn;
 typedef void (*ctl_conn_notify_cb)(void *arg, const char *method, json_t *params);
 
 /* Socket path by protocol §1 (minus systemd): opt, $SANDBOXD_SOCKET, the root default, the
- * per-user default. 0 and a new string in *out, or -ENOENT with err set. */
-int ctl_conn_socket_path(const char *opt, char **out, struct sbx_error *err);
-/* Connects to path (new), or NULL with err set. */
+ * per-user default (protocol/sockpath.h). 0 and a new string in *out (*is_default: neither
+ * opt nor the environment chose it), or negative errno with err set. */
+int ctl_conn_socket_path(const char *opt, char **out, bool *is_default, struct sbx_error *err);
+/* Connects to path (new), or NULL with err set (and errno: why connect failed). */
 struct ctl_conn *ctl_conn_open(const char *path, struct sbx_error *err);
 /* Closes and frees; NULL is fine. */
 void ctl_conn_free(struct ctl_conn *c);

@@ -62,8 +62,9 @@ static const struct ctl_help ctl_exec_help = {
         "exec [OPTIONS] [--] COMMAND [ARG...]",
         "Runs COMMAND in a sandbox (the default sandbox unless -s), streams its output to stdout "
         "and stderr,\nand exits with its exit status (128+N when killed by signal N, 124 when it "
-        "timed out, 125\nwhen sandboxctl or sandboxd failed). The words are joined with spaces "
-        "into one shell command\nunless --argv is given. When stdin is not a terminal it is sent "
+        "timed out, 125\nwhen sandboxctl or sandboxd failed). One word is a shell command; "
+        "several words are\nquoted each, so the command runs as typed in a local shell; "
+        "--argv runs them without a shell. When stdin is not a terminal it is sent "
         "to the command.",
         "  -s, --sandbox ID      sandbox id or name\n"
         "      --background      start it in the background and print its exec_id\n"
@@ -135,6 +136,29 @@ ctl_exec_opt_cb(void *st, int opt, const char *arg)
         return -1;
 }
 
+/* Appends word to b quoted for the shell, unless it needs no quotes. */
+static void
+ctl_exec_quote(struct buf *b, const char *w)
+{
+        static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_@%+=:,./-";
+
+        if (*w && strspn(w, plain) == strlen(w)) {
+                buf_append(b, w, strlen(w));
+                return;
+        }
+        buf_append(b, "'", 1);
+        for (const char *q; (q = strchr(w, '\'')); w = q + 1) {
+                buf_append(b, w, (size_t) (q - w));
+                buf_append(b, "'\\''", 4);
+        }
+        buf_append(b, w, strlen(w));
+        buf_append(b, "'", 1);
+}
+
+/* One word is a shell command as it is ('cd src && make'); several words are quoted each, so
+ * that the command runs exactly as it would typed after `sandboxctl exec --` in a local shell
+ * (grep -l "a b" f), not joined ssh-style. */
 static json_t *
 ctl_exec_command(const struct ctl_exec_opts *o, int argc, char **argv)
 {
@@ -152,11 +176,14 @@ ctl_exec_command(const struct ctl_exec_opts *o, int argc, char **argv)
                 }
                 return a;
         }
+        if (argc == 1)
+                return json_string(argv[0]);
         for (int i = 0; i < argc; i++) {
                 if (i)
                         buf_append(&b, " ", 1);
-                buf_append(&b, argv[i], strlen(argv[i]));
+                ctl_exec_quote(&b, argv[i]);
         }
+        buf_append(&b, "", 1);
         a = json_string(b.data);
         buf_free(&b);
         return a;

@@ -1,13 +1,16 @@
 /* sandboxctl.c — command-line client of sandboxd: global options and the command table. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/ctl.h"
 #include "client/ctl_conn.h"
 #include "client/ctl_util.h"
+#include "protocol/sockpath.h"
 
 static const struct {
         const char *name;
@@ -68,11 +71,21 @@ ctl_connect(struct ctl_ctx *ctx)
 {
         struct sbx_error err = {0};
         char *path = NULL;
+        bool is_default = false;
 
         if (ctx->conn)
                 return ctx->conn;
-        if (ctl_conn_socket_path(ctx->socket_opt, &path, &err) == 0)
+        if (ctl_conn_socket_path(ctx->socket_opt, &path, &is_default, &err) == 0)
                 ctx->conn = ctl_conn_open(path, &err);
+        /* A user of the system daemon (group sandboxd) has no daemon of their own. */
+        if (!ctx->conn && is_default && (errno == ENOENT || errno == ECONNREFUSED) &&
+            strcmp(path, SOCKPATH_SYSTEM) != 0 && access(SOCKPATH_SYSTEM, F_OK) == 0) {
+                struct sbx_error e2 = {0};
+                ctx->conn = ctl_conn_open(SOCKPATH_SYSTEM, &e2);
+                if (!ctx->conn && errno != ENOENT && errno != ECONNREFUSED)
+                        sbx_error_move(&err, &e2);
+                sbx_error_clear(&e2);
+        }
         if (!ctx->conn)
                 ctl_util_print_error(&err);
         else if (!ctx->no_hello)

@@ -24,6 +24,7 @@
 #include "daemon/records.h"
 #include "daemon/sandbox.h"
 #include "daemon/server.h"
+#include "protocol/sockpath.h"
 #include "protocol/util.h"
 
 #define DEFAULT_CONFIG "/etc/sandboxd/sandboxd.conf"
@@ -64,7 +65,8 @@ main_usage(FILE *f)
                 "given)\n"
                 "  -s, --socket PATH     listen here (else $SANDBOXD_SOCKET, systemd's socket,\n"
                 "                        /run/sandboxd/sandboxd.sock as root,\n"
-                "                        $XDG_RUNTIME_DIR/sandboxd/sandboxd.sock otherwise)\n"
+                "                        $XDG_RUNTIME_DIR/sandboxd/sandboxd.sock otherwise,\n"
+                "                        /tmp/sandboxd-UID/sandboxd.sock without it)\n"
                 "  -S, --state-dir DIR   state directory (spools, sandboxes, approvals)\n"
                 "  -v, --verbose         debug logging\n"
                 "      --check-config    validate configuration and policy, then exit\n"
@@ -92,22 +94,38 @@ main_env_dir(const char *name)
         return xstrndup(v, strcspn(v, ":"));
 }
 
+/* systemd's RuntimeDirectory=, else the lookup sandboxctl uses too (protocol/sockpath.c). */
 static char *
-main_default_socket(void)
+main_default_socket(bool *private_dir)
 {
-        const char *rt = getenv("XDG_RUNTIME_DIR");
         char *dir = main_env_dir("RUNTIME_DIRECTORY"), *r;
 
+        *private_dir = false;
         if (dir) {
                 r = xasprintf("%s/sandboxd.sock", dir);
                 free(dir);
                 return r;
         }
-        if (geteuid() == 0)
-                return xstrdup("/run/sandboxd/sandboxd.sock");
-        if (rt && *rt)
-                return xasprintf("%s/sandboxd/sandboxd.sock", rt);
-        return xasprintf("/tmp/sandboxd-%u/sandboxd.sock", (unsigned) geteuid());
+        return sockpath_default(geteuid(), getenv("XDG_RUNTIME_DIR"), private_dir);
+}
+
+/* The /tmp/sandboxd-UID fallback: ours and private, or we do not listen there. */
+static int
+main_private_socket_dir(const char *path, struct sbx_error *err)
+{
+        char *dir = xstrndup(path, (size_t) (strrchr(path, '/') - path)), *why = NULL;
+        int r;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                r = -errno;
+        else
+                r = sockpath_check_dir(path, geteuid(), &why);
+        if (r < 0)
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "refusing to listen on %s: %s", path,
+                              why ? why : strerror(-r));
+        free(why);
+        free(dir);
+        return r;
 }
 
 static char *
@@ -275,6 +293,7 @@ main_setup(const char *socket_arg, struct sbx_error *err)
 {
         const char *env_sock = getenv("SANDBOXD_SOCKET");
         const char *sock = socket_arg ? socket_arg : (env_sock && *env_sock) ? env_sock : NULL;
+        bool private_dir = false;
         char *abs;
         int r;
 
@@ -296,7 +315,10 @@ main_setup(const char *socket_arg, struct sbx_error *err)
          * default only apply when systemd passed none. */
         g.socket_path = sock               ? xstrdup(sock)
                         : g.config->socket ? xstrdup(g.config->socket)
-                                           : main_default_socket();
+                                           : main_default_socket(&private_dir);
+        if (private_dir && !getenv("LISTEN_FDS") &&
+            (r = main_private_socket_dir(g.socket_path, err)) < 0)
+                return r;
         /* With socket activation server_open() replaces g.socket_path by the real path. */
         r = server_open(g.loop, g.socket_path, sock != NULL, g.config->socket_group, err);
         g.protected_paths[0] = g.state_dir;

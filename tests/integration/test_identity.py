@@ -6,7 +6,7 @@ import sys
 import textwrap
 import unittest
 
-from harness import Daemon, RpcError
+from harness import SANDBOXCTL, Daemon, RpcError
 
 NOBODY = 65534
 
@@ -91,6 +91,26 @@ class SecondUid(unittest.TestCase):
         self.assertIn(bg, [p["exec_id"] for p in running])
         root.call("process.kill", {"exec_id": bg})
         root.close()
+
+
+@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+class SocketPermission(unittest.TestCase):
+    def test_eacces_says_permission_denied(self):
+        """A socket the uid may not open: not "is sandboxd running?" (issue 17)."""
+        d = Daemon("")
+        try:
+            os.chmod(d.dir, 0o755)
+            os.chmod(os.path.dirname(d.socket), 0o755)
+            p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                                "--clear-groups", SANDBOXCTL, "--socket", d.socket, "info"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("permission denied: you are not allowed to use this socket",
+                          p.stderr)
+            self.assertIn("allow_groups", p.stderr)
+            self.assertNotIn("is sandboxd running", p.stderr)
+        finally:
+            d.stop()
 
 
 @unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")

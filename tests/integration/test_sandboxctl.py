@@ -78,9 +78,15 @@ class NoDaemonTest(unittest.TestCase):
         r = run(["ps", "--socket", other], env=self.env)
         self.assertIn(other.encode(), r.stderr)
         if os.geteuid() == 0:
+            # The root default, whatever listens there on this host: in a mount namespace of
+            # its own, /run is an empty tmpfs (issue 17: a running sandboxd made this fail).
             env = {k: v for k, v in os.environ.items() if k != "SANDBOXD_SOCKET"}
-            r = run(["info"], env=env)
-            self.assertIn(b"/run/sandboxd/sandboxd.sock", r.stderr)
+            p = subprocess.run(["unshare", "--mount", "sh", "-c",
+                                'mount -t tmpfs none /run && exec "$0" info', CTL],
+                               capture_output=True, env=env, timeout=TIMEOUT,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(b"cannot connect to /run/sandboxd/sandboxd.sock", p.stderr)
 
     def test_exec_failure_is_125(self):
         r = run(["exec", "--", "true"], env=self.env)
@@ -117,9 +123,20 @@ class CtlTest(unittest.TestCase):
         self.assertEqual(r.stdout, b"out\n")
         self.assertEqual(r.stderr, b"err\n")
 
-    def test_exec_words_joined_and_argv(self):
-        r = self.ok("exec", "--", "printf", "'%s|'", "a", "b")
+    def test_exec_words_quoted_and_argv(self):
+        r = self.ok("exec", "--", "printf", "%s|", "a", "b")
         self.assertEqual(r.stdout, b"a|b|")
+        # As typed in a local shell: each word stays one word (issue 17: not joined ssh-style).
+        f = os.path.join(self.tmp, "words.txt")
+        with open(f, "w") as fh:
+            fh.write("x a b y\n")
+        os.chmod(f, 0o644)
+        r = self.ok("exec", "--", "grep", "-l", "a b", f)
+        self.assertEqual(r.stdout, f.encode() + b"\n")
+        r = self.ok("exec", "--", "printf", "[%s]", "it's", "$HOME", "", "*")
+        self.assertEqual(r.stdout, b"[it's][$HOME][][*]")
+        r = self.ok("exec", "--", "echo $((1+2)) | tr 3 x")
+        self.assertEqual(r.stdout, b"x\n", "a single word is a shell command")
         r = self.ok("exec", "--argv", "--", "printf", "%s|", "a b", "$HOME")
         self.assertEqual(r.stdout, b"a b|$HOME|")
 
@@ -185,6 +202,21 @@ class CtlTest(unittest.TestCase):
         data = os.urandom(1 << 20) * 6  # over the 4 MiB inline limit
         r = self.ok("exec", "--", "sha256sum", input=data, stdin=None, timeout=120)
         self.assertEqual(r.stdout.split()[0].decode(), hashlib.sha256(data).hexdigest())
+
+    def test_exec_stdin_streamed_while_another_exec_runs(self):
+        """The exec waits for the sandbox's shell while stdin is streamed (issue 17)."""
+        self.ok("sandbox", "create", "-n", "stdin-queue")
+        self.addCleanup(self.ctl, "sandbox", "rm", "stdin-queue")
+        first = subprocess.Popen([CTL, "exec", "-s", "stdin-queue", "--", "sleep 2"],
+                                 env=self.env, stdin=subprocess.DEVNULL)
+        self.addCleanup(first.wait, TIMEOUT)
+        while not json.loads(self.ok("--json", "ps", "-s", "stdin-queue").stdout)["processes"]:
+            pass
+        data = b"z" * (10 << 20)
+        r = self.ok("exec", "-s", "stdin-queue", "--", "wc -c", input=data, stdin=None,
+                    timeout=120)
+        self.assertEqual(r.stdout.strip(), str(len(data)).encode())
+        self.assertEqual(first.wait(TIMEOUT), 0)
 
     def test_exec_large_output(self):
         r = self.ok("exec", "--", "head -c 20000000 /dev/zero | tr '\\0' x", timeout=120)

@@ -1,5 +1,8 @@
 /* check_protocol.c — framing, codecs, params, spool, shell state and config parsing. */
+#include <sys/stat.h>
+
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include "protocol/codec.h"
 #include "protocol/frame.h"
 #include "protocol/params.h"
+#include "protocol/sockpath.h"
 #include "protocol/util.h"
 
 static char *
@@ -253,6 +257,45 @@ START_TEST(test_config)
 }
 END_TEST
 
+/* One lookup for daemon and client (issue 17: a non-root daemon without XDG_RUNTIME_DIR listened
+ * where sandboxctl refused to look). */
+START_TEST(test_sockpath)
+{
+        static const struct {
+                uid_t uid;
+                const char *xdg, *want;
+                bool private_dir;
+        } cases[] = {
+                {0, "/run/user/0", "/run/sandboxd/sandboxd.sock", false},
+                {1000, "/run/user/1000", "/run/user/1000/sandboxd/sandboxd.sock", false},
+                {1000, NULL, "/tmp/sandboxd-1000/sandboxd.sock", true},
+                {1000, "", "/tmp/sandboxd-1000/sandboxd.sock", true},
+                {1000, "relative", "/tmp/sandboxd-1000/sandboxd.sock", true},
+        };
+        char dir[] = "/tmp/check-sockpath-XXXXXX", *path, *why = NULL;
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                bool priv = !cases[i].private_dir;
+                char *p = sockpath_default(cases[i].uid, cases[i].xdg, &priv);
+                ck_assert_str_eq(p, cases[i].want);
+                ck_assert(priv == cases[i].private_dir);
+                free(p);
+        }
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        path = xasprintf("%s/sandboxd.sock", dir);
+        ck_assert_int_eq(sockpath_check_dir(path, geteuid(), &why), 0);
+        ck_assert_int_eq(sockpath_check_dir(path, geteuid() + 1, &why), -EPERM);
+        ck_assert_ptr_nonnull(strstr(why, "owned by uid"));
+        free(why);
+        ck_assert_int_eq(chmod(dir, 0777), 0);
+        ck_assert_int_eq(sockpath_check_dir(path, geteuid(), &why), -EPERM);
+        free(why);
+        ck_assert_int_eq(rmdir(dir), 0);
+        ck_assert_int_eq(sockpath_check_dir(path, geteuid(), &why), -ENOENT);
+        free(path);
+}
+END_TEST
+
 /* Test entry point. */
 int
 main(void)
@@ -271,6 +314,7 @@ main(void)
         tcase_add_test(tc, test_spool_ring);
         tcase_add_test(tc, test_shell_state_parse);
         tcase_add_test(tc, test_config);
+        tcase_add_test(tc, test_sockpath);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
