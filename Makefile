@@ -15,7 +15,9 @@ BINDIR    ?= $(PREFIX)/bin
 SBINDIR   ?= $(PREFIX)/sbin
 MANDIR    ?= $(PREFIX)/share/man
 LIBEXECDIR ?= $(PREFIX)/libexec
-SYSCONFDIR ?= /etc
+# The configuration goes under the prefix (make install PREFIX=$$HOME/.local needs no root),
+# except for the system prefixes, whose configuration lives in /etc (FHS).
+SYSCONFDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR   ?= $(PREFIX)/lib/systemd/system
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
@@ -44,6 +46,7 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wmissing-prot
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -D_GNU_SOURCE \
              -DSANDBOXD_VERSION='"$(VERSION)"' -DSANDBOXD_LIBEXECDIR='"$(LIBEXECDIR)/sandboxd"' \
+             -DSANDBOXD_SYSCONFDIR='"$(SYSCONFDIR)"' \
              -I. $(shell $(PKG_CONFIG) --cflags $(PKGS))
 LIBS      := $(shell $(PKG_CONFIG) --libs $(LINK_PKGS)) -lutil -ldl
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(CHECK_PKG) 2>/dev/null)

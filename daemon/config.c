@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "backends/backend.h"
 #include "protocol/util.h"
 
 enum config_type {
@@ -75,6 +77,88 @@ static const struct config_key config_keys[] = {
         K("policy", "audit_max_bytes", CT_SIZE, audit_max_bytes, 1ULL << 40),
         K("policy", "audit_keep", CT_U64, audit_keep, 1000),
 };
+
+static int config_parse_u64(const char *v, bool size, uint64_t *out);
+
+/* The keys of [backend.NAME] sections (NULL backend: every backend), so that a typo or a bad
+ * value is found by --check-config and at load, with its line, not when the backend starts.
+ * A backend that reads a new key lists it here. */
+enum config_bkind {
+        CB_STR,
+        CB_UINT,
+        CB_BOOL,       /* true/false, yes/no, on/off, 1/0 (any case) */
+        CB_BOOL_OR_STR /* "off" or a path (docker agent) */
+};
+
+static const struct {
+        const char *backend;
+        const char *key;
+        enum config_bkind kind;
+} config_backend_keys[] = {
+        {NULL, "ask_isolated", CB_STR},    {"docker", "host", CB_STR},
+        {"docker", "cert_path", CB_STR},   {"docker", "tls", CB_BOOL},
+        {"docker", "image", CB_STR},       {"docker", "network", CB_STR},
+        {"docker", "pids_limit", CB_UINT}, {"docker", "tmp_size", CB_STR},
+        {"docker", "instance", CB_STR},    {"docker", "agent", CB_BOOL_OR_STR},
+        {"docker", "recreate", CB_BOOL},
+};
+
+static const char *const config_bkind_hint[] = {
+        [CB_STR] = "a string",
+        [CB_UINT] = "a whole number",
+        [CB_BOOL] = "true or false",
+        [CB_BOOL_OR_STR] = "a path or off",
+};
+
+static bool
+config_bool_word(const char *v)
+{
+        static const char *const words[] = {"true", "yes", "on", "1", "false", "no", "off", "0"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+                if (!strcasecmp(v, words[i]))
+                        return true;
+        return false;
+}
+
+static bool
+config_bvalue_ok(enum config_bkind kind, const char *v)
+{
+        uint64_t n;
+
+        switch (kind) {
+        case CB_UINT:
+                return config_parse_u64(v, false, &n) == 0;
+        case CB_BOOL:
+                return config_bool_word(v);
+        case CB_STR:
+        case CB_BOOL_OR_STR:
+                return true;
+        }
+        return false;
+}
+
+/* Checks one key of [backend.NAME]: a known backend, a key it reads, a value of its kind. */
+static char *
+config_check_backend_key(const char *name, const char *key, const char *v, int lineno)
+{
+        if (!backend_lookup(name))
+                return xasprintf("%d: unknown backend '%s' in section [backend.%s] (backends: "
+                                 "local, docker, ssh, singularity, modal, daytona)",
+                                 lineno, name, name);
+        for (size_t i = 0; i < ARRAY_SIZE(config_backend_keys); i++) {
+                if (strcmp(config_backend_keys[i].key, key) ||
+                    (config_backend_keys[i].backend &&
+                     strcmp(config_backend_keys[i].backend, name)))
+                        continue;
+                if (config_bvalue_ok(config_backend_keys[i].kind, v))
+                        return NULL;
+                return xasprintf("%d: [backend.%s] %s = '%s' is not valid: expected %s", lineno,
+                                 name, key, v, config_bkind_hint[config_backend_keys[i].kind]);
+        }
+        return xasprintf("%d: unknown key '%s' in section [backend.%s] (see docs/configuration.md)",
+                         lineno, key, name);
+}
 
 /* Built-in defaults. */
 struct config *
@@ -259,6 +343,9 @@ config_ini_cb(void *user, const char *section, const char *name, const char *val
                 return 0;
         if (!strncmp(section, "backend.", 8) && section[8]) {
                 json_t *sec = json_object_get(p->c->backends, section + 8);
+                p->error = config_check_backend_key(section + 8, name, value, lineno);
+                if (p->error)
+                        return 0;
                 if (!sec) {
                         sec = json_object();
                         json_object_set_new(p->c->backends, section + 8, sec);
@@ -280,8 +367,17 @@ config_ini_cb(void *user, const char *section, const char *name, const char *val
                                              section, name, value, config_type_hint[k->type]);
                 return r < 0 ? 0 : 1;
         }
-        p->error = xasprintf("%d: unknown key '%s' in section [%s] (see docs/configuration.md)",
-                             lineno, name, section);
+        for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
+                if (!strcmp(config_keys[i].section, section)) {
+                        p->error = xasprintf("%d: unknown key '%s' in section [%s] (see "
+                                             "docs/configuration.md)",
+                                             lineno, name, section);
+                        return 0;
+                }
+        }
+        p->error = xasprintf("%d: unknown section [%s] (sections: daemon, limits, exec, sandbox, "
+                             "policy, backend.NAME)",
+                             lineno, section);
         return 0;
 }
 

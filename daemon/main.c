@@ -27,7 +27,10 @@
 #include "protocol/sockpath.h"
 #include "protocol/util.h"
 
-#define DEFAULT_CONFIG "/etc/sandboxd/sandboxd.conf"
+/* The configuration of the system daemon (root). A daemon of another uid reads its user's own,
+ * $XDG_CONFIG_HOME/sandboxd/sandboxd.conf; $SANDBOXD_CONFIG names another default. A missing
+ * default file is fine; a missing --config file is not. */
+#define DEFAULT_CONFIG SANDBOXD_SYSCONFDIR "/sandboxd/sandboxd.conf"
 
 struct daemon_state g;
 
@@ -61,8 +64,9 @@ main_usage(FILE *f)
 {
         fprintf(f,
                 "usage: sandboxd [options]\n"
-                "  -c, --config FILE     configuration (default %s; missing is fine unless "
-                "given)\n"
+                "  -c, --config FILE     configuration (default %s as root, else\n"
+                "                        $XDG_CONFIG_HOME/sandboxd/sandboxd.conf, or\n"
+                "                        $SANDBOXD_CONFIG; missing is fine unless given)\n"
                 "  -s, --socket PATH     listen here (else $SANDBOXD_SOCKET, systemd's socket,\n"
                 "                        /run/sandboxd/sandboxd.sock as root,\n"
                 "                        $XDG_RUNTIME_DIR/sandboxd/sandboxd.sock otherwise,\n"
@@ -204,12 +208,39 @@ main_term_cb(uv_signal_t *s, int signum)
         proc_kill_all(NULL, main_procs_killed_cb, NULL);
 }
 
+/* The configuration file read when --config is not given (new). */
+static char *
+main_default_config(void)
+{
+        const char *env = getenv("SANDBOXD_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME");
+        const char *home = getenv("HOME");
+
+        if (env && *env)
+                return xstrdup(env);
+        if (geteuid() == 0)
+                return xstrdup(DEFAULT_CONFIG);
+        if (xdg && xdg[0] == '/')
+                return xasprintf("%s/sandboxd/sandboxd.conf", xdg);
+        return xasprintf("%s/.config/sandboxd/sandboxd.conf", home ? home : "/nonexistent");
+}
+
+/* The file the configuration comes from (borrowed). */
+static const char *
+main_config_file(void)
+{
+        static char *dflt;
+
+        if (g.config_path)
+                return g.config_path;
+        if (!dflt)
+                dflt = main_default_config();
+        return dflt;
+}
+
 static int
 main_load_config(struct config **ret, struct sbx_error *err)
 {
-        const char *path = g.config_path ? g.config_path : DEFAULT_CONFIG;
-
-        return config_load(path, g.config_path != NULL, ret, err);
+        return config_load(main_config_file(), g.config_path != NULL, ret, err);
 }
 
 static void
@@ -322,7 +353,7 @@ main_setup(const char *socket_arg, struct sbx_error *err)
         /* With socket activation server_open() replaces g.socket_path by the real path. */
         r = server_open(g.loop, g.socket_path, sock != NULL, g.config->socket_group, err);
         g.protected_paths[0] = g.state_dir;
-        g.protected_paths[1] = g.config_path ? g.config_path : DEFAULT_CONFIG;
+        g.protected_paths[1] = main_config_file();
         g.protected_paths[2] = g.socket_path;
         return r;
 }

@@ -42,6 +42,8 @@ class Daemon:
             cmd += ["--config", self.config]
         cmd += list(args)
         e = dict(os.environ)
+        # Never the host's /etc/sandboxd/sandboxd.conf: a test without a config gets defaults.
+        e["SANDBOXD_CONFIG"] = os.path.join(self.dir, "no-such.conf")
         e["NOTIFY_SOCKET"] = self.notify_path
         e.pop("LISTEN_FDS", None)
         e.update(env or {})

@@ -64,6 +64,22 @@ for prefix in /usr/local /usr; do
         [ -z "$left" ] || fail "left behind after $utarget: $left"
 done
 
+# A prefix in a home directory: nothing outside it (no /etc: issue 17), and the user unit reads
+# the user's own configuration.
+rm -rf "$tmp/root"
+prefix=/home/someone/.local
+echo "== $make $itarget PREFIX=$prefix DESTDIR=..."
+(cd "$top" && $make -s "$itarget" PREFIX="$prefix" DESTDIR="$tmp/root") >/dev/null
+outside=$(cd "$tmp/root" && find . -type f ! -path ".$prefix/*")
+[ -z "$outside" ] || fail "PREFIX=$prefix installed outside the prefix: $outside"
+expect_file "$prefix/etc/sandboxd/sandboxd.conf.example" 644
+grep -qx 'Environment=SANDBOXD_CONFIG=%E/sandboxd/sandboxd.conf' \
+        "$tmp/root$prefix/lib/systemd/user/sandboxd.service" ||
+        fail "the user unit does not pass the user's own configuration"
+(cd "$top" && $make -s "$utarget" PREFIX="$prefix" DESTDIR="$tmp/root") >/dev/null
+left=$(find "$tmp/root" -type f)
+[ -z "$left" ] || fail "left behind after $utarget: $left"
+
 if [ "$status" -eq 0 ]; then
         echo "PASS: install layout"
 fi

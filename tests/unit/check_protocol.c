@@ -226,13 +226,14 @@ START_TEST(test_config)
         struct sbx_error err = {0};
 
         ck_assert_int_eq(write_conf(path, "[limits]\nspool_max_bytes = 2M\n[exec]\n"
-                                          "default_timeout_s=7\n[backend.docker]\nx = y\n"),
+                                          "default_timeout_s=7\n[backend.docker]\nimage = y\n"),
                          0);
         ck_assert_int_eq(config_load(path, true, &c, &err), 0);
         ck_assert_uint_eq(c->spool_max_bytes, 2u << 20);
         ck_assert_uint_eq(c->default_timeout_s, 7);
         ck_assert_uint_eq(c->max_message_bytes, 16u << 20);
-        ck_assert_str_eq(json_string_value(json_object_get(config_backend(c, "docker"), "x")), "y");
+        ck_assert_str_eq(json_string_value(json_object_get(config_backend(c, "docker"), "image")),
+                         "y");
         config_free(c);
         unlink(path);
 
@@ -248,6 +249,37 @@ START_TEST(test_config)
         ck_assert_int_lt(config_load(path, true, &c, &err), 0);
         ck_assert_ptr_nonnull(strstr(err.message, ":2: unknown key 'sokcet'"));
         sbx_error_clear(&err);
+        unlink(path);
+
+        /* Backend sections are checked too, with the line (issue 17: pids_limit = many passed
+         * the check and then stopped the daemon at start). */
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+                {"[backend.docker]\n\npids_limit = many\n",
+                 ":3: [backend.docker] pids_limit = 'many' is not valid: expected a whole number"},
+                {"[backend.docker]\nrecreate = maybe\n", ":2: [backend.docker] recreate"},
+                {"[backend.docker]\npids_limt = 3\n", ":2: unknown key 'pids_limt' in section "
+                                                      "[backend.docker]"},
+                {"[backend.vmware]\nimage = x\n", ":2: unknown backend 'vmware'"},
+                {"[backend.local]\nimage = x\n", ":2: unknown key 'image' in section "
+                                                 "[backend.local]"},
+                {"[bogus]\nx = 1\n", ":2: unknown section [bogus]"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                strcpy(path, "/tmp/check-conf-XXXXXX");
+                ck_assert_int_eq(write_conf(path, bad[i].text), 0);
+                ck_assert_int_lt(config_load(path, true, &c, &err), 0);
+                ck_assert_msg(strstr(err.message, bad[i].want), "%s", err.message);
+                sbx_error_clear(&err);
+                unlink(path);
+        }
+        strcpy(path, "/tmp/check-conf-XXXXXX");
+        ck_assert_int_eq(write_conf(path, "[backend.docker]\nrecreate = Off\nagent = off\n"
+                                          "pids_limit = 0\n[backend.local]\nask_isolated = ask\n"),
+                         0);
+        ck_assert_int_eq(config_load(path, true, &c, &err), 0);
+        config_free(c);
         unlink(path);
 
         ck_assert_int_eq(config_load("/nonexistent/sandboxd.conf", false, &c, &err), 0);
