@@ -1105,17 +1105,48 @@ docker_create_container(struct docker_create *c)
 
 /* ---- image pull with progress ---- */
 
+/* What to do about a failed pull, from the registry's message. */
+static const char *
+docker_pull_hint(const char *why)
+{
+        static const struct {
+                const char *needle, *hint;
+        } hints[] = {
+                {"connection refused", "the registry is unreachable (offline?)"},
+                {"no such host", "the registry is unreachable (offline?)"},
+                {"i/o timeout", "the registry is unreachable (offline?)"},
+                {"network is unreachable", "the registry is unreachable (offline?)"},
+                {"dial tcp", "the registry is unreachable (offline?)"},
+                {"not found", "check the image name and tag"},
+                {"manifest unknown", "check the image name and tag"},
+                {"does not exist", "check the image name and tag"},
+                {"unauthorized", "the registry wants credentials: docker login on the docker host"},
+                {"denied", "the registry wants credentials: docker login on the docker host"},
+                {"authentication required",
+                 "the registry wants credentials: docker login on the docker host"},
+        };
+
+        for (size_t i = 0; why && i < ARRAY_SIZE(hints); i++)
+                if (strcasestr(why, hints[i].needle))
+                        return hints[i].hint;
+        return "see the docker host's log";
+}
+
 static void
 docker_pull_line(struct docker_create *c, json_t *ev)
 {
-        const char *error = json_string_value(json_object_get(ev, "error"));
         const char *status = json_string_value(json_object_get(ev, "status"));
+        const char *error = json_string_value(json_object_get(ev, "error"));
         const char *id = json_string_value(json_object_get(ev, "id"));
         json_t *pd = json_object_get(ev, "progressDetail");
         int64_t cur = 0, tot = 0;
         const char *k;
         json_t *v;
 
+        /* A refused pull answers {"message": …} (with an HTTP error status), a pull that fails
+         * on the way {"error": …}: either is what the client must read. */
+        if (!error && !status)
+                error = json_string_value(json_object_get(ev, "message"));
         if (error) {
                 free(c->pull_error);
                 c->pull_error = xstrdup(error);
@@ -1169,11 +1200,19 @@ docker_pull_done_cb(void *ctx, struct http_req *req, const struct http_result *r
         }
         if (res->error || res->status != 200 || c->pull_error) {
                 const char *why = c->pull_error ? c->pull_error : res->error;
-                json_t *msg = json_loadb(c->line.data ? c->line.data : "", c->line.len, 0, NULL);
-                sbx_error_backend(&c->err, "docker", "pull %s: %s", c->image,
-                                  why ? why : json_string_value(json_object_get(msg, "message"))
-                                                  ?: "failed");
-                json_decref(msg);
+                char *detail = why ? xstrdup(why)
+                                   : xasprintf("the docker daemon answered HTTP %ld", res->status);
+                const char *hint = docker_pull_hint(detail);
+                sbx_error_backend(&c->err, "docker", "pull %s: %s", c->image, detail);
+                sbx_error_prefix(&c->err,
+                                 "cannot get image '%s' (%s; or pull or load it on the "
+                                 "docker host first)",
+                                 c->image, hint);
+                json_object_set_new(c->err.data, "hint",
+                                    json_sprintf("%s; or pull or load the image on the docker "
+                                                 "host first (docker pull, docker load)",
+                                                 hint));
+                free(detail);
                 docker_create_fail(c);
                 return;
         }

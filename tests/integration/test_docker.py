@@ -220,6 +220,17 @@ class DockerSandbox(DockerDaemonTest):
                 e = self.exec("main", command="md5sum %s" % path)
                 self.assertEqual(e["stdout"].split()[0], hashlib.md5(data).hexdigest())
 
+    def test_pull_error_reaches_the_client(self):
+        """The registry's own message and a hint, not "pull IMAGE: failed" (issue 17). The
+        registry is a closed port on 127.0.0.1: nothing leaves this machine."""
+        with self.assertRaises(RpcError) as cm:
+            self.create(image="127.0.0.1:9/sandboxd-test/none:latest")
+        e = cm.exception
+        self.assertEqual(e.code, -32005, e.message)
+        self.assertIn("connection refused", e.message)
+        self.assertIn("connection refused", e.data["detail"])
+        self.assertIn("unreachable", e.data["hint"])
+
     def test_backend_list_shows_docker(self):
         bl = self.c.call("backend.list")["backends"]
         d = [b for b in bl if b["name"] == "docker"][0]
