@@ -6,11 +6,17 @@ set -eu
 BUILD="build-essential pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libssh-dev
 libsystemd-dev libinih-dev check"
 RUN="bash coreutils procps"
-TEST="python3 socat systemd clang-format clang libclang-rt-14-dev docker.io busybox-static
-iproute2 groff-base man-db openssl"
+TEST="python3 python3-venv socat systemd clang-format clang libclang-rt-14-dev docker.io
+busybox-static iproute2 groff-base man-db openssl"
 
 want="$BUILD $RUN"
 [ "${1:-}" = "--test" ] && want="$want $TEST"
+# The MCP test runs the official TypeScript SDK client: Debian's node and npm unless a Node.js
+# is installed already (a vendor's nodejs package brings npm itself and conflicts with
+# Debian's npm).
+if [ "${1:-}" = "--test" ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+        want="$want nodejs npm"
+fi
 
 missing=""
 for p in $want; do

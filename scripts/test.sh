@@ -9,6 +9,8 @@ scripts/install-deps.sh --test
 if [ -x tests/docker/setup.sh ]; then
         tests/docker/setup.sh
 fi
+# The MCP SDK client of tests/integration/test_mcp.py, at the version package-lock.json pins.
+npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
 make format-check
 make -j"$(nproc)" all
 make check
