@@ -7,7 +7,8 @@
 #   make format / format-check
 #
 # Sources are picked up by wildcard per module so new files need no Makefile edit:
-# protocol/*.c policy/*.c backends/*.c daemon/*.c (minus main.c) form libsandboxd.a;
+# protocol/*.c policy/*.c backends/*.c backends/*/*.c (minus backends/agent/, the static
+# agent binary) daemon/*.c (minus main.c) form libsandboxd.a;
 # every tests/unit/check_*.c becomes one test binary linked against it.
 
 PREFIX    ?= /usr/local
@@ -55,6 +56,7 @@ LDFLAGS   ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 LIB_SRC   := $(sort $(wildcard protocol/*.c policy/*.c backends/*.c) \
+             $(filter-out backends/agent/%,$(wildcard backends/*/*.c)) \
              $(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLIENT_SRC := $(sort $(wildcard client/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/check_*.c))
@@ -77,7 +79,7 @@ AGENT_SRC := $(sort $(wildcard backends/agent/*.c))
 
 ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) daemon/main.c \
              $(AGENT_SRC)
-FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h tests/*/*.h tests/fakes/*.c fuzz/*.c))
+FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h backends/*/*.h tests/*/*.h tests/fakes/*.c fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz

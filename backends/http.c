@@ -339,6 +339,24 @@ http_action(struct http_multi *m, curl_socket_t fd, int flags)
 }
 
 static size_t
+http_header_cb(char *data, size_t size, size_t nmemb, void *userp)
+{
+        struct http_req *r = userp;
+        size_t n = size * nmemb, len = n;
+
+        if (r->cancelled)
+                return 0;
+        while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+                len--;
+        if (len) {
+                r->in_cb = true;
+                r->cbs.on_header(r->ctx, r, data, len);
+                r->in_cb = false;
+        }
+        return r->cancelled ? 0 : n;
+}
+
+static size_t
 http_write_cb(char *data, size_t size, size_t nmemb, void *userp)
 {
         struct http_req *r = userp;
@@ -477,6 +495,17 @@ http_setup_easy(struct http_req *r, const struct http_req_spec *spec)
         if (spec->key_file)
                 curl_easy_setopt(e, CURLOPT_SSLKEY, spec->key_file);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (r->cbs.on_header) {
+                curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header_cb);
+                curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+        }
+        if (spec->http2) {
+                bool tls = strncmp(spec->url, "https:", 6) == 0;
+                curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                                 tls ? (long) CURL_HTTP_VERSION_2TLS
+                                     : (long) CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+                curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+        }
         if (spec->connect_only) {
                 r->connect_only = true;
                 curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);

@@ -39,6 +39,9 @@ struct http_req_spec {
          * on success the request stays alive as a raw stream for http_stream_* until the
          * owner frees it with http_cancel. method/body/headers are ignored. */
         bool connect_only;
+        /* HTTP/2: with prior knowledge (h2c) for http:// URLs, through ALPN for https://; the
+         * request waits for a connection it can multiplex on rather than opening another. */
+        bool http2;
 };
 
 /* The outcome handed to on_done (all borrowed for the call). */
@@ -57,6 +60,9 @@ struct http_cbs {
         int (*on_data)(void *ctx, struct http_req *req, const char *data, size_t len);
         /* Exactly once, unless cancelled. The request is freed after it returns. */
         void (*on_done)(void *ctx, struct http_req *req, const struct http_result *res);
+        /* Each response header line as it arrives, trailers (HTTP/2, chunked) included, without
+         * the line end; the status line too. Borrowed for the call. May be NULL. */
+        void (*on_header)(void *ctx, struct http_req *req, const char *line, size_t len);
 };
 
 /* The shared multi handle of loop (new reference; created on first use). */
