@@ -55,6 +55,8 @@ struct sandbox_spec {
         json_t *mounts;      /* array, borrowed, never NULL */
         json_t *section; /* the backend's own section ("docker": {...}), borrowed, may be NULL */
         struct backend_resources res;
+        uint64_t timeout_s;    /* maximum lifetime (0: none); the daemon enforces it, a cloud
+                                  backend also hands it to the provider as a backstop */
         const char *state_dir; /* this sandbox's private directory on the host (exists, 0700) */
         const struct backend_identity *owner;
 };
@@ -144,8 +146,10 @@ struct backend_file_write {
 struct backend_ops {
         const char *name;
 
-        /* Process-wide setup with the daemon's [backend.NAME] config section (object, may be
-         * empty). Fails only for configuration errors. */
+        /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
+         * may be empty), to which the daemon adds "instance" (its state directory, unless the
+         * section sets one) and "drain_grace_ms" ([exec] drain_grace_ms). Fails only for
+         * configuration errors. */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Whether the backend can be used now; the answer arrives through cb. */
         void (*probe)(void *ctx, backend_probe_cb cb);
@@ -184,6 +188,13 @@ struct backend_ops {
                           size_t max_bytes, void *ctx, backend_read_cb cb);
         void (*file_write)(struct backend_sandbox *bsb, const struct backend_file_write *w,
                            void *ctx, backend_done_cb cb);
+
+        /* Start-up, after re-adoption: removes what this daemon instance (config key
+         * "instance") left on the backend for sandboxes it has no record of, i.e. whose id is
+         * not in known_ids (NULL-terminated, borrowed for the call). cb gets how many were
+         * removed. Called only when probe says the backend is available. May be NULL. */
+        void (*reap_orphans)(const char *const *known_ids, void *ctx,
+                             void (*cb)(void *ctx, int removed, const struct sbx_error *err));
 
         /* Daemon shutdown: release process-wide resources. May be NULL. */
         void (*shutdown)(void);

@@ -1826,5 +1826,6 @@ const struct backend_ops docker_backend_ops = {
         .exec_release = docker_exec_release,
         .file_read = docker_file_read,
         .file_write = docker_file_write,
+        .reap_orphans = docker_reap_orphans,
         .shutdown = docker_shutdown,
 };

@@ -17,6 +17,7 @@
 
 #include "backends/docker_int.h"
 #include "backends/http1.h"
+#include "backends/remote_sh.h"
 
 #define DX_HELPER_MAX_OUT (64u << 20)
 #define DX_HS_MAX         (64u << 10)
@@ -76,42 +77,6 @@ struct backend_proc {
 /* $0 = pid file; the exec becomes its own command through `exec`, keeping the pid. */
 static const char dx_wrap[] = "{ echo $$ >\"$0\"; } 2>/dev/null || { mkdir -p \"${0%/*}\" && "
                               "echo $$ >\"$0\"; } 2>/dev/null; exec \"$@\"";
-
-/* $0 = mode (signal|kill) $1 = signal number $2 = pid file $3 = grace in 50 ms steps.
- * Prints the number of survivors. Pure POSIX sh plus kill and sleep. */
-static const char dx_kill_script[] =
-        "mode=$0 sig=$1 f=$2 g=$3 n=0\n"
-        "while [ ! -s \"$f\" ]; do n=$((n+1)); [ $n -gt 50 ] && { echo 0; exit 0; }; sleep 0.02; "
-        "done\n"
-        "read -r sid <\"$f\"\n"
-        "tree() {\n"
-        "  s=\"|$sid|\" ch=1\n"
-        "  while [ $ch = 1 ]; do ch=0\n"
-        "    for d in /proc/[0-9]*; do p=${d#/proc/}\n"
-        "      case $s in *\"|$p|\"*) continue;; esac\n"
-        "      { read -r l <\"$d/stat\"; } 2>/dev/null || continue\n"
-        "      set -- ${l##*) }\n"
-        "      [ \"$1\" = Z ] && continue\n"
-        "      case $s in *\"|$2|\"*|*\"|$3|\"*|*\"|$4|\"*) s=\"$s$p|\" ch=1;; esac\n"
-        "    done\n"
-        "  done\n"
-        "  live='' IFS='|'\n"
-        "  for p in $s; do [ -n \"$p\" ] || continue\n"
-        "    { read -r l </proc/$p/stat; } 2>/dev/null || continue\n"
-        "    IFS=' '; set -- ${l##*) }; IFS='|'\n"
-        "    [ \"$1\" = Z ] || live=\"$live $p\"\n"
-        "  done\n"
-        "  unset IFS\n"
-        "}\n"
-        "tree\n"
-        "[ -n \"$live\" ] && kill -\"$sig\" $live 2>/dev/null\n"
-        "[ \"$mode\" = signal ] && { echo 0; exit 0; }\n"
-        "i=0\n"
-        "while [ -n \"$live\" ] && [ $i -lt \"$g\" ]; do sleep 0.05; i=$((i+1)); tree; done\n"
-        "i=0\n"
-        "while [ -n \"$live\" ] && [ $i -lt 40 ]; do kill -9 $live 2>/dev/null; sleep 0.05; "
-        "i=$((i+1)); tree; done\n"
-        "set -- $live; echo $#\n";
 
 /* $0 = state file ("" none), then files to remove. First line: the cgroup's oom_kill count
  * (memory.events on v2, memory.oom_control on v1), then the state blob. */
@@ -1010,7 +975,7 @@ dx_kill_run(struct backend_proc *p, const char *mode, int sig, unsigned grace_ms
 {
         struct dx_kill *k = xcalloc(1, sizeof(*k));
         char sigs[16], steps[16];
-        char *argv[] = {"sh",  "-c", (char *) dx_kill_script, (char *) mode, sigs, p->pidfile,
+        char *argv[] = {"sh",  "-c", (char *) remote_sh_kill, (char *) mode, sigs, p->pidfile,
                         steps, NULL};
 
         snprintf(sigs, sizeof(sigs), "%d", sig);

@@ -11,6 +11,7 @@
 
 #include "backends/docker.h"
 #include "backends/docker_int.h"
+#include "backends/remote_sh.h"
 
 #define DOCKER_LINK_HOPS 8
 
@@ -191,21 +192,21 @@ static void
 docker_fread_exec_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *herr)
 {
         struct docker_fread *r = ctx;
-        const char *nl = out ? memchr(out, '\n', len) : NULL;
         struct sbx_error err = {0};
+        const char *data;
+        size_t dlen;
 
         if (herr) {
                 docker_fread_deliver(r, (struct sbx_error *) herr);
                 return;
         }
-        if (code != 0 || !nl) {
+        if (code != 0 || remote_sh_read_parse(out, len, &r->size, &data, &dlen) < 0) {
                 sbx_error_param(&err, "path", "'%s': no such file or not a regular file", r->path);
                 docker_fread_deliver(r, &err);
                 sbx_error_clear(&err);
                 return;
         }
-        r->size = strtoull(out, NULL, 10);
-        buf_append(&r->out, nl + 1, MIN(len - (size_t) (nl + 1 - out), r->max));
+        buf_append(&r->out, data, MIN(dlen, r->max));
         docker_fread_deliver(r, NULL);
 }
 
@@ -233,14 +234,7 @@ docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, 
         r->cb = cb;
         if (docker_file_on_tmpfs(sb, path)) {
                 char off[32], max[32];
-                char *argv[] = {"sh",
-                                "-c",
-                                "[ -f \"$0\" ] && wc -c <\"$0\" && tail -c +\"$1\" \"$0\" | "
-                                "head -c \"$2\"",
-                                r->path,
-                                off,
-                                max,
-                                NULL};
+                char *argv[] = {"sh", "-c", (char *) remote_sh_read, r->path, off, max, NULL};
                 snprintf(off, sizeof(off), "%llu", (unsigned long long) offset + 1);
                 snprintf(max, sizeof(max), "%zu", max_bytes);
                 docker_helper(sb, argv, NULL, 0, r, docker_fread_exec_cb);
@@ -358,9 +352,7 @@ docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *f
         if (fw->append || docker_file_on_tmpfs(sb, fw->path)) {
                 char *argv[] = {"sh",
                                 "-c",
-                                "[ \"$3\" = 1 ] && mkdir -p \"${0%/*}\"; "
-                                "if [ \"$2\" = 1 ]; then cat >>\"$0\"; else cat >\"$0\"; fi && "
-                                "{ [ \"$1\" = - ] || chmod \"$1\" \"$0\"; }",
+                                (char *) remote_sh_write,
                                 w->path,
                                 fw->mode >= 0 ? mode : "-",
                                 fw->append ? "1" : "0",
@@ -373,7 +365,7 @@ docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *f
         docker_tar_file(&w->tar, slash + 1, (unsigned) strtoul(mode, NULL, 8), fw->data, fw->len);
         docker_tar_end(&w->tar);
         if (fw->mkdir) {
-                char *argv[] = {"sh", "-c", "mkdir -p \"${0%/*}\"", w->path, NULL};
+                char *argv[] = {"sh", "-c", (char *) remote_sh_mkdir_parent, w->path, NULL};
                 docker_helper(sb, argv, NULL, 0, w, docker_fwrite_mkdir_cb);
                 return;
         }

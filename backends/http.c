@@ -36,6 +36,7 @@ static struct {
         __typeof__(curl_multi_cleanup) *multi_cleanup;
         __typeof__(curl_slist_append) *slist_append;
         __typeof__(curl_slist_free_all) *slist_free_all;
+        __typeof__(curl_version_info) *version_info;
 } curl_dl;
 
 #define HTTP_CURL_SONAME "libcurl.so.4"
@@ -67,6 +68,7 @@ static const struct {
         CURL_DL_SYM(multi_cleanup, curl_multi_cleanup),
         CURL_DL_SYM(slist_append, curl_slist_append),
         CURL_DL_SYM(slist_free_all, curl_slist_free_all),
+        CURL_DL_SYM(version_info, curl_version_info),
 #undef CURL_DL_SYM
 };
 
@@ -115,6 +117,7 @@ curl_dl_load(void)
 #define curl_multi_cleanup       (*curl_dl.multi_cleanup)
 #define curl_slist_append        (*curl_dl.slist_append)
 #define curl_slist_free_all      (*curl_dl.slist_free_all)
+#define curl_version_info        (*curl_dl.version_info)
 
 #define HTTP_DEFAULT_MAX_BODY (16u << 20)
 
@@ -155,6 +158,10 @@ struct http_sock {
 
 static struct http_multi *http_multis;
 static bool http_global_done;
+/* libcurl before 8.0.0 (Debian 12 has 7.88.1) breaks the second request on a reused h2c
+ * (prior knowledge) connection with "Error in the HTTP2 framing layer" (curl#10634, fixed
+ * by curl#10643): there, each such request gets a connection of its own. */
+static bool http_h2c_no_reuse;
 
 static void http_action(struct http_multi *m, curl_socket_t fd, int flags);
 
@@ -427,6 +434,7 @@ http_multi_start(struct http_multi *m)
                         return -ELIBACC;
                 if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                         abort();
+                http_h2c_no_reuse = curl_version_info(CURLVERSION_NOW)->version_num < 0x080000;
                 http_global_done = true;
         }
         m->multi = curl_multi_init();
@@ -504,7 +512,12 @@ http_setup_easy(struct http_req *r, const struct http_req_spec *spec)
                 curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                                  tls ? (long) CURL_HTTP_VERSION_2TLS
                                      : (long) CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-                curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+                if (!tls && http_h2c_no_reuse) {
+                        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+                        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+                } else {
+                        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+                }
         }
         if (spec->connect_only) {
                 r->connect_only = true;

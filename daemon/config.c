@@ -95,12 +95,31 @@ static const struct {
         const char *key;
         enum config_bkind kind;
 } config_backend_keys[] = {
-        {NULL, "ask_isolated", CB_STR},    {"docker", "host", CB_STR},
-        {"docker", "cert_path", CB_STR},   {"docker", "tls", CB_BOOL},
-        {"docker", "image", CB_STR},       {"docker", "network", CB_STR},
-        {"docker", "pids_limit", CB_UINT}, {"docker", "tmp_size", CB_STR},
-        {"docker", "instance", CB_STR},    {"docker", "agent", CB_BOOL_OR_STR},
+        {NULL, "ask_isolated", CB_STR},
+        {"docker", "host", CB_STR},
+        {"docker", "cert_path", CB_STR},
+        {"docker", "tls", CB_BOOL},
+        {"docker", "image", CB_STR},
+        {"docker", "network", CB_STR},
+        {"docker", "pids_limit", CB_UINT},
+        {"docker", "tmp_size", CB_STR},
+        {"docker", "instance", CB_STR},
+        {"docker", "agent", CB_BOOL_OR_STR},
         {"docker", "recreate", CB_BOOL},
+        /* backends/modal/modal.c checks the values further (modes, URLs, the token file). */
+        {"modal", "mode", CB_STR},
+        {"modal", "app", CB_STR},
+        {"modal", "image", CB_STR},
+        {"modal", "network", CB_STR},
+        {"modal", "instance", CB_STR},
+        {"modal", "max_lifetime_s", CB_UINT},
+        {"modal", "create_timeout_s", CB_UINT},
+        {"modal", "gateway_url", CB_STR},
+        {"modal", "gateway_token_file", CB_STR},
+        {"modal", "gateway_ready_path", CB_STR},
+        {"modal", "gateway_ready_timeout_ms", CB_UINT},
+        {"modal", "gateway_poll_ms", CB_UINT},
+        {"modal", "recreate", CB_BOOL},
 };
 
 static const char *const config_bkind_hint[] = {

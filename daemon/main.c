@@ -368,14 +368,12 @@ main_init_backends(struct sbx_error *err)
                         json_decref(cfg);
                         continue;
                 }
-                if (!strcmp((*b)->name, "local"))
-                        json_object_set_new(
-                                cfg, "drain_grace_ms",
-                                json_sprintf("%llu",
-                                             (unsigned long long) g.config->drain_grace_ms));
-                /* Containers are labelled with the daemon they belong to, so that orphan
-                 * removal at start-up never touches another daemon's containers. */
-                if (!strcmp((*b)->name, "docker") && !json_object_get(cfg, "instance"))
+                json_object_set_new(
+                        cfg, "drain_grace_ms",
+                        json_sprintf("%llu", (unsigned long long) g.config->drain_grace_ms));
+                /* What a backend creates is labelled with the daemon it belongs to, so that
+                 * orphan removal at start-up never touches another daemon's sandboxes. */
+                if (!json_object_get(cfg, "instance"))
                         json_object_set_new(cfg, "instance", json_string(g.state_dir));
                 r = (*b)->init(g.loop, cfg, err);
                 json_decref(cfg);

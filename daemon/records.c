@@ -6,7 +6,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backends/docker.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
@@ -275,18 +274,35 @@ records_deadline_cb(uv_timer_t *t)
         records_call_done(t->data);
 }
 
+/* Orphan removal: one per backend that can do it, after its probe says it is available. */
+struct records_reap {
+        struct records_restore *rs;
+        const struct backend_ops *ops;
+};
+
+static void
+records_reap_step(struct records_restore *rs)
+{
+        if (--rs->pending == 0)
+                records_finish(rs);
+}
+
 static void
 records_reaped_cb(void *ctx, int removed, const struct sbx_error *err)
 {
+        struct records_reap *rp = ctx;
+
         if (err)
-                log_warn("removing orphan containers: %s", err->message);
+                log_warn("%s: removing orphan sandboxes: %s", rp->ops->name, err->message);
         if (removed > 0)
-                log_info("removed %d orphan container%s of this daemon (no sandbox record)",
-                         removed, removed == 1 ? "" : "s");
-        records_finish(ctx);
+                log_info("%s: removed %d orphan sandbox%s of this daemon (no sandbox record)",
+                         rp->ops->name, removed, removed == 1 ? "" : "es");
+        records_reap_step(rp->rs);
+        free(rp);
 }
 
 struct records_known {
+        const struct backend_ops *ops;
         const char **ids;
         size_t n;
 };
@@ -296,35 +312,54 @@ records_known_cb(struct sandbox *sb, void *ctx)
 {
         struct records_known *k = ctx;
 
-        if (sb->ops == &docker_backend_ops && sb->state != SANDBOX_GONE)
+        if (sb->ops == k->ops && sb->state != SANDBOX_GONE)
                 k->ids[k->n++] = sb->id;
 }
 
-/* Removes this daemon's docker containers that belong to no known sandbox. */
+/* Removes this daemon's sandboxes on one backend that belong to no known sandbox. */
 static void
 records_probed_cb(void *ctx, bool available, const char *reason, const char *hint, json_t *details)
 {
-        struct records_restore *rs = ctx;
-        struct records_known k = {0};
+        struct records_reap *rp = ctx;
+        struct records_known k = {rp->ops, NULL, 0};
         json_t *e;
         size_t i;
 
         json_decref(details);
         if (!available) {
-                log_info("docker backend unavailable (%s): orphan containers not looked for",
-                         reason ? reason : "no reason given");
-                records_finish(rs);
+                log_info("%s backend unavailable (%s): orphan sandboxes not looked for",
+                         rp->ops->name, reason ? reason : "no reason given");
+                records_reap_step(rp->rs);
+                free(rp);
                 return;
         }
         k.ids = xcalloc(sandbox_count() + json_array_size(records_kept) + 1, sizeof(*k.ids));
         sandbox_foreach(records_known_cb, &k);
-        /* Containers of records we could not adopt now are not orphans. */
+        /* Sandboxes of records we could not adopt now are not orphans. */
         json_array_foreach(records_kept, i, e)
         {
                 k.ids[k.n++] = json_string_value(json_object_get(e, "id"));
         }
-        docker_reap_orphans(k.ids, rs, records_reaped_cb);
+        rp->ops->reap_orphans(k.ids, rp, records_reaped_cb);
         free(k.ids);
+}
+
+/* Probes every backend that can reap orphans, and reaps on those available. */
+static void
+records_reap_all(struct records_restore *rs)
+{
+        rs->pending = 1;
+        for (const struct backend_ops *const *b = backend_all(); *b; b++) {
+                struct records_reap *rp;
+                if (!(*b)->reap_orphans || !(*b)->probe)
+                        continue;
+                rp = xcalloc(1, sizeof(*rp));
+                rp->rs = rs;
+                rp->ops = *b;
+                rs->pending++;
+                (*b)->probe(rp, records_probed_cb);
+        }
+        records_reap_step(rs);
 }
 
 /* One adoption finished; after the last, saves and looks for orphans. */
@@ -335,7 +370,7 @@ records_step(struct records_restore *rs)
                 return;
         records_restoring = false;
         records_write();
-        docker_backend_ops.probe(rs, records_probed_cb);
+        records_reap_all(rs);
 }
 
 static void

@@ -388,6 +388,7 @@ sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
         s->res.memory_mb = json_integer_value(json_object_get(res, "memory_mb"));
         s->res.pids = json_integer_value(json_object_get(res, "pids"));
         s->res.disk_mb = json_integer_value(json_object_get(res, "disk_mb"));
+        s->timeout_s = sb->timeout_s;
         s->state_dir = sb->state_dir;
         s->owner = &sb->who;
         return 0;

@@ -41,7 +41,8 @@ class FakeModalSelfTest(unittest.TestCase):
     def setUpClass(cls):
         cls.fake = FakeModal()
         cls.ch = grpc.insecure_channel(cls.fake.url[len("http://"):])
-        cls.creds = [("x-modal-token-id", cls.fake.token_id),
+        cls.creds = [("x-modal-client-type", "7"), ("x-modal-client-version", "1.0.0"),
+                     ("x-modal-token-id", cls.fake.token_id),
                      ("x-modal-token-secret", cls.fake.token_secret)]
 
     @classmethod
@@ -85,8 +86,7 @@ class FakeModalSelfTest(unittest.TestCase):
     def test_auth_headers_are_required(self):
         with self.assertRaises(grpc.RpcError) as e:
             unary(self.ch, MC, "AuthTokenGet", api.AuthTokenGetRequest(),
-                  api.AuthTokenGetResponse, [("x-modal-token-id", self.fake.token_id),
-                                             ("x-modal-token-secret", "wrong")])
+                  api.AuthTokenGetResponse, self.creds[:3] + [("x-modal-token-secret", "wrong")])
         self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
         with self.assertRaises(grpc.RpcError) as e:
             self.call("AppGetOrCreate", api.AppGetOrCreateRequest(app_name="x"),

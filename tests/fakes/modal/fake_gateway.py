@@ -86,7 +86,8 @@ class Gateway:
 
     def state(self):
         with self.lock:
-            return {"sandboxes": [{"id": k, "status": v["status"], "create": v["create"],
+            return {"last_command": getattr(self, "last_command", None),
+                    "sandboxes": [{"id": k, "status": v["status"], "create": v["create"],
                                    "execs": len(v["execs"])}
                                   for k, v in self.sandboxes.items()]}
 
@@ -216,6 +217,7 @@ def handler_class(gw):
                                                 merge_stderr=True)
                 except OSError as e:
                     return self.reply(400, {"error": "cannot run: %s" % e})
+                gw.last_command = command
                 stdin = body.get("stdinData")
                 proc.write_stdin(0, stdin.encode() if isinstance(stdin, str) else b"", True)
                 ex = sb["execs"][exec_id] = Exec(proc, body.get("timeoutMs") or 0)

@@ -114,6 +114,9 @@ class Fake:
     def check_credentials(self, context, method):
         md = dict(context.invocation_metadata())
         self.ctl.count("calls." + method)
+        if not md.get("x-modal-client-version") or not md.get("x-modal-client-type"):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          "x-modal-client-type and x-modal-client-version are required")
         if (md.get("x-modal-token-id") != self.args.token_id
                 or md.get("x-modal-token-secret") != self.args.token_secret):
             self.ctl.count("unauthenticated")

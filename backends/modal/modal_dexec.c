@@ -1,0 +1,619 @@
+/* modal_dexec.c — direct-mode execs through a task's command router.
+ *
+ * TaskExecStart with a client-chosen exec id (idempotent), then one TaskExecStdioRead stream
+ * per output fd, each resumed from its byte offset when the link drops (nothing is lost and
+ * nothing repeated), TaskExecStdinWrite in order with offsets, and TaskExecWait long-polls
+ * until the exit. User execs run under modal_exec_wrap: kills and signals find the tree from
+ * its pid file (remote_sh_kill in a helper exec) and stop the command, never the sandbox.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/modal/modal_int.h"
+#include "backends/modal/modal_pb.h"
+#include "backends/remote_sh.h"
+#include "backends/shell.h"
+
+#define DX_CHUNK        (1u << 20) /* stdin per write: Modal takes 16 MiB, its clients send 1 */
+#define DX_CALL_MS      60000
+#define DX_STREAM_TRIES 10
+#define DX_WAIT_TRIES   60
+#define DX_MIN_GRACE_MS 1000 /* output may trail the exit over a network */
+
+struct dx;
+
+struct dx_stream {
+        struct dx *x;
+        int fd; /* 1 stdout, 2 stderr */
+        struct modal_rpc *rpc;
+        uint64_t offset; /* bytes received so far: where a reconnect resumes */
+        bool eof;
+        int failures;
+        uv_timer_t timer;
+        bool timer_init;
+};
+
+struct dx {
+        struct backend_proc base;
+        int refs;
+        struct backend_exec_cbs cbs;
+        void *ctx;
+        bool helper;
+        modal_helper_cb hcb;
+        void *hctx;
+        struct buf hout;
+        char *exec_id, *pidfile;
+        bool merge, stdin_open;
+        struct modal_sfilter sf;
+        int state_fd; /* 0: no state expected */
+        struct modal_rpc *start_rpc, *wait_rpc, *in_rpc;
+        struct dx_stream s[2];
+        int wait_failures;
+        uv_timer_t timer; /* wait retries, then the drain after the exit */
+        bool timer_init;
+        bool started, exited, done, released, paused;
+        int code, sig, signalled;
+        struct buf in;
+        uint64_t in_off;
+        size_t in_flight;
+        bool eof_wanted, eof_sent;
+        struct sbx_error fail;
+};
+
+static void dx_check(struct dx *x);
+static void dx_finish(struct dx *x);
+static void dx_stream_open(struct dx_stream *s);
+static void dx_wait(struct dx *x);
+static void dx_flush_stdin(struct dx *x);
+
+static void
+dx_unref(struct dx *x)
+{
+        if (--x->refs > 0)
+                return;
+        modal_sandbox_unref(x->base.sb);
+        free(x->exec_id);
+        free(x->pidfile);
+        buf_free(&x->hout);
+        buf_free(&x->in);
+        modal_sfilter_free(&x->sf);
+        sbx_error_clear(&x->fail);
+        free(x);
+}
+
+static void
+dx_timer_close_cb(uv_handle_t *h)
+{
+        dx_unref(h->data);
+}
+
+static void
+dx_timer_start(struct dx *x, uv_timer_t *t, bool *init, void *data, uv_timer_cb cb, uint64_t ms)
+{
+        if (!*init) {
+                uv_timer_init(modal.loop, t);
+                *init = true;
+                x->refs++; /* dropped by the close callback */
+        }
+        t->data = data;
+        uv_timer_start(t, cb, ms, 0);
+}
+
+static void
+dx_timer_close(struct dx *x, uv_timer_t *t, bool *init)
+{
+        if (!*init)
+                return;
+        *init = false;
+        uv_timer_stop(t);
+        t->data = x;
+        uv_close((uv_handle_t *) t, dx_timer_close_cb);
+}
+
+static struct buf
+dx_ids(struct dx *x)
+{
+        struct buf b = {0};
+
+        pb_put_str(&b, 1, x->base.sb->task_id);
+        pb_put_str(&b, 2, x->exec_id);
+        return b;
+}
+
+/* ---- output ---- */
+
+static void
+dx_out_cb(void *ctx, const char *data, size_t len)
+{
+        struct dx_stream *s = ctx;
+        struct dx *x = s->x;
+
+        if (len)
+                x->cbs.on_output(x->ctx, x->merge || s->fd == 1 ? BACKEND_STDOUT : BACKEND_STDERR,
+                                 data, len);
+}
+
+static void
+dx_deliver(struct dx_stream *s, const char *data, size_t len)
+{
+        struct dx *x = s->x;
+
+        if (x->helper) {
+                if (s->fd == 1 && x->hout.len + len <= MODAL_HELPER_MAX)
+                        buf_append(&x->hout, data, len);
+        } else if (s->fd == x->state_fd) {
+                modal_sfilter_feed(&x->sf, data, len, dx_out_cb, s);
+        } else {
+                dx_out_cb(s, data, len);
+        }
+}
+
+static void
+dx_stream_msg(void *ctx, const unsigned char *msg, size_t len)
+{
+        struct dx_stream *s = ctx;
+        struct pb_reader r;
+        struct pb_field f;
+
+        pb_reader_init(&r, msg, len);
+        while (!s->x->done && pb_next(&r, &f)) {
+                if (f.num != 1 || f.wire != PB_LEN || !f.len)
+                        continue;
+                s->offset += f.len;
+                s->failures = 0;
+                dx_deliver(s, (const char *) f.data, f.len);
+        }
+        if (s->x->exited && !s->x->done)
+                dx_check(s->x); /* output after the exit restarts the drain */
+}
+
+static void
+dx_stream_timer_cb(uv_timer_t *t)
+{
+        dx_stream_open(t->data);
+}
+
+static void
+dx_stream_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
+{
+        struct dx_stream *s = ctx;
+        struct dx *x = s->x;
+        bool again = st->code != GRPC_OK && st->code != GRPC_NOT_FOUND &&
+                     st->code != GRPC_FAILED_PRECONDITION && !modal_rpc_stopping();
+
+        s->rpc = NULL;
+        if (again && ++s->failures <= DX_STREAM_TRIES) {
+                /* The link dropped or the token expired: resume from the offset. */
+                uint64_t ms = 10u << MIN(s->failures, 8);
+                dx_timer_start(x, &s->timer, &s->timer_init, s, dx_stream_timer_cb, ms);
+                return;
+        }
+        s->eof = true;
+        dx_check(x);
+}
+
+static void
+dx_stream_open(struct dx_stream *s)
+{
+        struct dx *x = s->x;
+        struct buf req = dx_ids(x);
+
+        if (x->done)
+                return;
+        pb_put_varint(&req, 3, s->offset);
+        pb_put_varint(&req, 4, s->fd == 2 ? 1 : 0);
+        s->rpc = modal_router_stream(x->base.sb->router, "TaskExecStdioRead", &req, dx_stream_msg,
+                                     dx_stream_end, s);
+        if (x->paused)
+                modal_rpc_pause(s->rpc);
+        buf_free(&req);
+}
+
+/* ---- exit ---- */
+
+static void
+dx_drain_cb(uv_timer_t *t)
+{
+        dx_finish(t->data);
+}
+
+/* Done when the exit is known and both streams ended; a stream still open after the exit
+ * (a background child holds it) gets the drain grace, restarted by each arrival. */
+static void
+dx_check(struct dx *x)
+{
+        uint64_t grace = MAX(modal.drain_grace_ms, (uint64_t) DX_MIN_GRACE_MS);
+
+        if (x->done || !x->exited)
+                return;
+        if (x->s[0].eof && x->s[1].eof) {
+                dx_finish(x);
+                return;
+        }
+        dx_timer_start(x, &x->timer, &x->timer_init, x, dx_drain_cb, grace);
+}
+
+static void
+dx_wait_timer_cb(uv_timer_t *t)
+{
+        dx_wait(t->data);
+}
+
+static void
+dx_exited(struct dx *x, int code, int sig)
+{
+        x->exited = true;
+        x->code = code;
+        x->sig = sig;
+        dx_check(x);
+}
+
+static void
+dx_wait_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
+{
+        struct dx *x = ctx;
+        struct pb_reader r;
+        struct pb_field f;
+        int code = 0, sig = 0;
+
+        x->wait_rpc = NULL;
+        if (st->code == GRPC_OK) {
+                pb_reader_init(&r, msg, len);
+                while (pb_next(&r, &f)) {
+                        if (f.wire == PB_VARINT && (f.num == 1 || f.num == 2))
+                                *(f.num == 1 ? &code : &sig) = (int) (int32_t) f.varint;
+                }
+                dx_exited(x, code, sig);
+        } else if (st->code == GRPC_NOT_FOUND || st->code == GRPC_FAILED_PRECONDITION) {
+                x->base.sb->gone = true; /* the task ended, and the exec with it */
+                dx_exited(x, 0, SIGKILL);
+        } else if (st->code == GRPC_DEADLINE_EXCEEDED && !modal_rpc_stopping()) {
+                dx_wait(x); /* the long poll ran out: still running */
+        } else if (!modal_rpc_stopping() && ++x->wait_failures <= DX_WAIT_TRIES) {
+                dx_timer_start(x, &x->timer, &x->timer_init, x, dx_wait_timer_cb, 1000);
+        } else {
+                sbx_error_backend(&x->fail, "modal", "lost the exec: TaskExecWait: %s: %s",
+                                  grpc_code_name(st->code), st->message);
+                dx_exited(x, 0, SIGKILL);
+        }
+}
+
+static void
+dx_wait(struct dx *x)
+{
+        struct buf req = dx_ids(x);
+
+        x->wait_rpc = modal_router_unary(x->base.sb->router, "TaskExecWait", &req, DX_CALL_MS,
+                                         dx_wait_end, x);
+        buf_free(&req);
+}
+
+static void
+dx_deliver_exit(struct dx *x)
+{
+        struct exec_exit ex = {0};
+        size_t slen = 0;
+
+        ex.exit_code = x->code;
+        ex.signal = x->sig;
+        /* Through sh, a child killed by signal N exits 128+N: a signal only if we sent one. */
+        if (!ex.signal && x->code > 128 && x->code < 128 + 65 && x->signalled) {
+                ex.signal = x->code - 128;
+                ex.exit_code = 0;
+        }
+        ex.state = modal_sfilter_state(&x->sf, &slen);
+        ex.state_len = slen;
+        if (x->fail.code)
+                ex.error = &x->fail;
+        x->cbs.on_exit(x->ctx, &ex);
+}
+
+static void
+dx_finish(struct dx *x)
+{
+        if (x->done)
+                return;
+        x->done = true;
+        for (int i = 0; i < 2; i++) {
+                modal_rpc_cancel(x->s[i].rpc);
+                x->s[i].rpc = NULL;
+                dx_timer_close(x, &x->s[i].timer, &x->s[i].timer_init);
+        }
+        modal_rpc_cancel(x->start_rpc);
+        modal_rpc_cancel(x->wait_rpc);
+        modal_rpc_cancel(x->in_rpc);
+        x->start_rpc = x->wait_rpc = x->in_rpc = NULL;
+        dx_timer_close(x, &x->timer, &x->timer_init);
+        if (x->state_fd)
+                modal_sfilter_end(&x->sf, dx_out_cb, &x->s[x->state_fd - 1]);
+        if (x->helper)
+                x->hcb(x->hctx,
+                       x->fail.code ? -1
+                       : x->sig     ? 128 + x->sig
+                                    : x->code,
+                       x->hout.data, x->hout.len, x->fail.code ? &x->fail : NULL);
+        else
+                dx_deliver_exit(x);
+        dx_unref(x); /* the engine's */
+}
+
+/* ---- start ---- */
+
+static void
+dx_start_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
+{
+        struct dx *x = ctx;
+
+        x->start_rpc = NULL;
+        if (st->code != GRPC_OK) {
+                bool gone = st->code == GRPC_NOT_FOUND || st->code == GRPC_FAILED_PRECONDITION;
+                if (gone)
+                        x->base.sb->gone = true;
+                sbx_error_set(
+                        &x->fail, gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
+                        gone ? json_pack("{s:s}", "state", "removed")
+                             : json_pack("{s:s,s:s}", "backend", "modal", "detail", st->message),
+                        "modal exec could not start: TaskExecStart: %s: %s",
+                        grpc_code_name(st->code), st->message);
+                x->s[0].eof = x->s[1].eof = true;
+                dx_exited(x, 125, 0);
+                return;
+        }
+        x->started = true;
+        dx_stream_open(&x->s[0]);
+        if (!x->s[1].eof)
+                dx_stream_open(&x->s[1]);
+        dx_wait(x);
+        dx_flush_stdin(x);
+}
+
+static void
+dx_start(struct dx *x, char *const *argv, char *const *envp, const char *cwd)
+{
+        struct buf req = dx_ids(x);
+
+        for (size_t i = 0; argv[i]; i++)
+                pb_put_str(&req, 3, argv[i]);
+        pb_put_varint(&req, 4, 1);                                /* stdout: PIPE */
+        pb_put_varint(&req, 5, x->helper ? 0 : x->merge ? 2 : 1); /* DEVNULL, STDOUT, PIPE */
+        if (cwd)
+                pb_put_str(&req, 7, cwd);
+        modal_env_entries(&req, 12, envp);
+        x->start_rpc = modal_router_unary(x->base.sb->router, "TaskExecStart", &req, DX_CALL_MS,
+                                          dx_start_end, x);
+        buf_free(&req);
+}
+
+static struct dx *
+dx_new(struct backend_sandbox *sb, const char *id_prefix)
+{
+        struct dx *x = xcalloc(1, sizeof(*x));
+        char rnd[17];
+
+        x->base.sb = sb;
+        x->base.mops = &modal_direct_ops;
+        modal_sandbox_ref(sb);
+        x->refs = 1;
+        util_random_hex(rnd, 16);
+        x->exec_id = xasprintf("%s-%s", id_prefix, rnd);
+        for (int i = 0; i < 2; i++) {
+                x->s[i].x = x;
+                x->s[i].fd = i + 1;
+        }
+        return x;
+}
+
+/* Starts a user exec. */
+int
+modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
+                  const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                  struct sbx_error *err)
+{
+        struct dx *x = dx_new(sb, spec->exec_id ? spec->exec_id : "p");
+        char **argv;
+
+        x->cbs = *cbs;
+        x->ctx = ctx;
+        x->merge = spec->merge_stderr;
+        x->stdin_open = spec->stdin_open;
+        x->pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->exec_id);
+        modal_sfilter_init(&x->sf);
+        x->state_fd = spec->state_path ? (x->merge ? 1 : 2) : 0;
+        x->s[1].eof = x->merge;
+        if (spec->stdin_len)
+                buf_append(&x->in, spec->stdin_data, spec->stdin_len);
+        x->eof_wanted = !spec->stdin_open;
+        argv = modal_exec_wrap(spec->argv, x->pidfile, &x->sf, spec->state_path,
+                               x->state_fd ? x->state_fd : 2);
+        x->refs++; /* the daemon's, until exec_release */
+        dx_start(x, argv, spec->envp, spec->cwd ? spec->cwd : sb->workdir);
+        shell_argv_free(argv);
+        *ret = &x->base;
+        return 0;
+}
+
+/* Runs a helper command (as the sandbox's user, cwd /) and collects its stdout. */
+void
+modal_dexec_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
+                   void *ctx, modal_helper_cb cb)
+{
+        static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+                                    "/sbin:/bin",
+                                    NULL};
+        struct dx *x = dx_new(sb, "h");
+
+        x->helper = true;
+        x->hcb = cb;
+        x->hctx = ctx;
+        x->s[1].eof = true; /* stderr is not read */
+        if (inlen)
+                buf_append(&x->in, in, inlen);
+        x->eof_wanted = true;
+        dx_start(x, argv, env, sb->workdir); /* NULL before the first: the image's own */
+}
+
+/* ---- stdin ---- */
+
+static void
+dx_in_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
+{
+        struct dx *x = ctx;
+
+        x->in_rpc = NULL;
+        if (st->code != GRPC_OK) {
+                /* stdin is gone (the command closed it, or the link for good) */
+                buf_consume(&x->in, x->in.len);
+                x->eof_sent = true;
+                return;
+        }
+        x->in_off += x->in_flight;
+        buf_consume(&x->in, x->in_flight);
+        if (x->eof_wanted && !x->in.len && x->in_flight == 0)
+                x->eof_sent = true;
+        x->in_flight = 0;
+        dx_flush_stdin(x);
+}
+
+static void
+dx_flush_stdin(struct dx *x)
+{
+        struct buf req;
+        size_t n;
+        bool eof;
+
+        if (!x->started || x->done || x->in_rpc || x->eof_sent || (!x->in.len && !x->eof_wanted))
+                return;
+        n = MIN(x->in.len, (size_t) DX_CHUNK);
+        eof = x->eof_wanted && n == x->in.len;
+        req = dx_ids(x);
+        pb_put_varint(&req, 3, x->in_off);
+        pb_put_bytes(&req, 4, x->in.data, n);
+        pb_put_bool(&req, 5, eof);
+        x->in_flight = n;
+        if (eof && !n)
+                x->in_flight = 0;
+        x->in_rpc = modal_router_unary(x->base.sb->router, "TaskExecStdinWrite", &req, DX_CALL_MS,
+                                       dx_in_end, x);
+        if (eof)
+                x->eof_sent = true; /* no write may follow this one */
+        buf_free(&req);
+}
+
+/* Queues stdin bytes. */
+int
+modal_dexec_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+{
+        struct dx *x = (struct dx *) p;
+
+        if (!x->stdin_open || x->eof_wanted || x->done)
+                return -EPIPE;
+        if (len)
+                buf_append(&x->in, data, len);
+        x->eof_wanted = eof;
+        dx_flush_stdin(x);
+        return 0;
+}
+
+/* ---- signals and kills, by a helper that walks the tree from the pid file ---- */
+
+struct dx_kill {
+        struct dx *x;
+        void *ctx;
+        backend_kill_cb cb;
+};
+
+static void
+dx_kill_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *err)
+{
+        struct dx_kill *k = ctx;
+
+        if (k->cb)
+                k->cb(k->ctx, err ? -1 : out ? atoi(out) : 0, err);
+        dx_unref(k->x);
+        free(k);
+}
+
+static void
+dx_kill_run(struct dx *x, const char *mode, int sig, unsigned grace_ms, void *ctx,
+            backend_kill_cb cb)
+{
+        struct dx_kill *k = xcalloc(1, sizeof(*k));
+        char sigs[16], steps[16];
+        char *argv[] = {"sh",  "-c", (char *) remote_sh_kill, (char *) mode, sigs, x->pidfile,
+                        steps, NULL};
+
+        snprintf(sigs, sizeof(sigs), "%d", sig);
+        snprintf(steps, sizeof(steps), "%u", (grace_ms + 49) / 50);
+        k->x = x;
+        k->ctx = ctx;
+        k->cb = cb;
+        x->refs++;
+        modal_dexec_helper(x->base.sb, argv, NULL, 0, k, dx_kill_cb);
+}
+
+/* Sends sig to the exec's tree. */
+int
+modal_dexec_signal(struct backend_proc *p, int sig)
+{
+        struct dx *x = (struct dx *) p;
+
+        if (sig <= 0 || sig >= 65)
+                return -EINVAL;
+        if (x->done || x->base.sb->gone)
+                return -ESRCH;
+        x->signalled = sig;
+        dx_kill_run(x, "signal", sig, 0, NULL, NULL);
+        return 0;
+}
+
+/* TERM, grace, KILL of the exec's tree; the sandbox stays. */
+void
+modal_dexec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+{
+        struct dx *x = (struct dx *) p;
+
+        if (x->done || x->base.sb->gone) {
+                cb(ctx, 0, NULL);
+                return;
+        }
+        x->signalled = SIGTERM;
+        dx_kill_run(x, "kill", SIGTERM, grace_ms, ctx, cb);
+}
+
+/* Stops reading output. */
+void
+modal_dexec_pause(struct backend_proc *p)
+{
+        struct dx *x = (struct dx *) p;
+
+        x->paused = true;
+        for (int i = 0; i < 2; i++)
+                if (x->s[i].rpc)
+                        modal_rpc_pause(x->s[i].rpc);
+}
+
+/* Restarts reading output. */
+void
+modal_dexec_resume(struct backend_proc *p)
+{
+        struct dx *x = (struct dx *) p;
+
+        x->paused = false;
+        for (int i = 0; i < 2; i++)
+                if (x->s[i].rpc)
+                        modal_rpc_resume(x->s[i].rpc);
+}
+
+/* The daemon is done with the handle. */
+void
+modal_dexec_release(struct backend_proc *p)
+{
+        struct dx *x = (struct dx *) p;
+
+        if (x->released)
+                return;
+        x->released = true;
+        dx_unref(x);
+}

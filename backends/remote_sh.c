@@ -1,0 +1,70 @@
+/* remote_sh.c — the sh programs of remote_sh.h. */
+#include "backends/remote_sh.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* $0 = mode (signal|kill) $1 = signal number $2 = pid file $3 = grace in 50 ms steps.
+ * Prints the number of survivors. Pure POSIX sh plus kill and sleep. */
+const char remote_sh_kill[] =
+        "mode=$0 sig=$1 f=$2 g=$3 n=0\n"
+        "while [ ! -s \"$f\" ]; do n=$((n+1)); [ $n -gt 50 ] && { echo 0; exit 0; }; sleep 0.02; "
+        "done\n"
+        "read -r sid <\"$f\"\n"
+        "tree() {\n"
+        "  s=\"|$sid|\" ch=1\n"
+        "  while [ $ch = 1 ]; do ch=0\n"
+        "    for d in /proc/[0-9]*; do p=${d#/proc/}\n"
+        "      case $s in *\"|$p|\"*) continue;; esac\n"
+        "      { read -r l <\"$d/stat\"; } 2>/dev/null || continue\n"
+        "      set -- ${l##*) }\n"
+        "      [ \"$1\" = Z ] && continue\n"
+        "      case $s in *\"|$2|\"*|*\"|$3|\"*|*\"|$4|\"*) s=\"$s$p|\" ch=1;; esac\n"
+        "    done\n"
+        "  done\n"
+        "  live='' IFS='|'\n"
+        "  for p in $s; do [ -n \"$p\" ] || continue\n"
+        "    { read -r l </proc/$p/stat; } 2>/dev/null || continue\n"
+        "    IFS=' '; set -- ${l##*) }; IFS='|'\n"
+        "    [ \"$1\" = Z ] || live=\"$live $p\"\n"
+        "  done\n"
+        "  unset IFS\n"
+        "}\n"
+        "tree\n"
+        "[ -n \"$live\" ] && kill -\"$sig\" $live 2>/dev/null\n"
+        "[ \"$mode\" = signal ] && { echo 0; exit 0; }\n"
+        "i=0\n"
+        "while [ -n \"$live\" ] && [ $i -lt \"$g\" ]; do sleep 0.05; i=$((i+1)); tree; done\n"
+        "i=0\n"
+        "while [ -n \"$live\" ] && [ $i -lt 40 ]; do kill -9 $live 2>/dev/null; sleep 0.05; "
+        "i=$((i+1)); tree; done\n"
+        "set -- $live; echo $#\n";
+
+const char remote_sh_read[] = "[ -f \"$0\" ] && wc -c <\"$0\" && tail -c +\"$1\" \"$0\" | "
+                              "head -c \"$2\"";
+
+const char remote_sh_write[] = "[ \"$3\" = 1 ] && mkdir -p \"${0%/*}\"; "
+                               "if [ \"$2\" = 1 ]; then cat >>\"$0\"; else cat >\"$0\"; fi && "
+                               "{ [ \"$1\" = - ] || chmod \"$1\" \"$0\"; }";
+
+const char remote_sh_mkdir_parent[] = "mkdir -p \"${0%/*}\"";
+
+/* Size line, then data. */
+int
+remote_sh_read_parse(const char *out, size_t len, uint64_t *size, const char **data, size_t *dlen)
+{
+        const char *nl = out ? memchr(out, '\n', len) : NULL;
+        char *end = NULL;
+
+        if (!nl || nl == out)
+                return -EINVAL;
+        *size = strtoull(out, &end, 10);
+        while (end && end < nl && *end == ' ')
+                end++;
+        if (end != nl)
+                return -EINVAL;
+        *data = nl + 1;
+        *dlen = len - (size_t) (nl + 1 - out);
+        return 0;
+}

@@ -1,0 +1,32 @@
+/* remote_sh.h — small POSIX sh programs that backends run inside a sandbox they reach only
+ * through "run this argv" (a container, a cloud sandbox): signalling or killing an exec's whole
+ * process tree, and reading or writing a file. They need only sh, kill, sleep, cat, wc, tail,
+ * head, mkdir and chmod (coreutils or busybox). Pure data; argv layouts are given with each.
+ */
+#ifndef SANDBOXD_REMOTE_SH_H
+#define SANDBOXD_REMOTE_SH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* argv: sh -c remote_sh_kill MODE SIG PIDFILE STEPS, MODE "signal" or "kill", SIG a signal
+ * number, PIDFILE holding the pid of the exec (whose descendants, process group and session
+ * are its tree), STEPS the grace before SIGKILL in 50 ms steps. Prints the survivors. */
+extern const char remote_sh_kill[];
+
+/* argv: sh -c remote_sh_read PATH OFFSET+1 MAX: prints the file's size on a line, then up to
+ * MAX bytes from OFFSET. Fails (exit != 0) when PATH is not a regular file. */
+extern const char remote_sh_read[];
+
+/* Splits remote_sh_read's output: 0 with the file's *size and the bytes read (borrowed from
+ * out), or -EINVAL when it is not that output. */
+int remote_sh_read_parse(const char *out, size_t len, uint64_t *size, const char **data,
+                         size_t *dlen);
+
+/* argv: sh -c remote_sh_write PATH MODE|- APPEND(0|1) MKDIR(0|1), the content on stdin. */
+extern const char remote_sh_write[];
+
+/* argv: sh -c remote_sh_mkdir_parent PATH. */
+extern const char remote_sh_mkdir_parent[];
+
+#endif
