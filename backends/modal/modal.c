@@ -366,10 +366,18 @@ static void
 modal_read_creds(struct modal_creds *c)
 {
         struct passwd *pw = getpwuid(geteuid());
+        const char *home = getenv("HOME");
+        /* ~ as Modal's clients expand it: $HOME, else the password database. */
         struct modal_env env = {
-                getenv("MODAL_TOKEN_ID"), getenv("MODAL_TOKEN_SECRET"), getenv("MODAL_CONFIG_PATH"),
-                getenv("MODAL_PROFILE"),  getenv("MODAL_SERVER_URL"),   getenv("MODAL_ENVIRONMENT"),
-                pw ? pw->pw_dir : NULL,
+                getenv("MODAL_TOKEN_ID"),
+                getenv("MODAL_TOKEN_SECRET"),
+                getenv("MODAL_CONFIG_PATH"),
+                getenv("MODAL_PROFILE"),
+                getenv("MODAL_SERVER_URL"),
+                getenv("MODAL_ENVIRONMENT"),
+                home && *home ? home
+                : pw          ? pw->pw_dir
+                              : NULL,
         };
         const char *why;
 

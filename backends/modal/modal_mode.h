@@ -27,7 +27,7 @@ const char *modal_mode_name(enum modal_mode m);
 int modal_mode_parse(const char *s, enum modal_mode *out);
 
 /* The daemon's environment as far as direct credentials go (each may be NULL or ""). home is
- * the daemon user's home directory (from the password database, not $HOME). */
+ * the daemon user's home directory ($HOME, else the password database, as Modal expands ~). */
 struct modal_env {
         const char *token_id;     /* MODAL_TOKEN_ID */
         const char *token_secret; /* MODAL_TOKEN_SECRET */

@@ -74,9 +74,10 @@ class FakeGateway(_Fake):
 
 
 class Relay:
-    """Forwards 127.0.0.1:port to target_port; cut() drops every open connection (RST)."""
+    """Forwards 127.0.0.1:port to target_port (settable until the first connection); cut()
+    drops every open connection (RST), as a lost link does."""
 
-    def __init__(self, target_port):
+    def __init__(self, target_port=None):
         self.target = target_port
         self.lsock = socket.socket()
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

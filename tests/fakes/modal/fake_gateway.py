@@ -38,6 +38,7 @@ INJECTIONS = {
     "health_delay_s": 5,
     "poll_errors": 0,      # N: the next N exec polls fail with HTTP 502
     "drop_polls": 0,       # N: the next N exec polls get the connection closed, no answer
+    "echo_secrets": False, # a 401 repeats the token it was sent: the client must redact it
 }
 
 TERMINAL = ("completed", "failed", "cancelled", "timeout")
@@ -119,7 +120,10 @@ def handler_class(gw):
             gw.ctl.count("requests")
             if self.headers.get("Authorization") != "Bearer " + gw.token:
                 gw.ctl.count("unauthorized")
-                self.reply(401, {"error": "invalid or missing gateway token"})
+                msg = "invalid or missing gateway token"
+                if gw.ctl.get("echo_secrets"):
+                    msg += " (got %s)" % self.headers.get("Authorization")
+                self.reply(401, {"error": msg})
                 return False
             return True
 

@@ -45,6 +45,8 @@ INJECTIONS = {
     "task_id_pending": 0,         # N: the next N SandboxGetTaskId answer without a task id
     "unavailable": {},            # {method: N}: the next N calls of method fail UNAVAILABLE
     "list_page": 2,               # SandboxList page size (paging is by before_timestamp)
+    "echo_secrets": False,        # error messages repeat the credentials they were sent (a
+                                  # careless server): the client must redact them
 }
 
 
@@ -108,6 +110,11 @@ class Fake:
 
     # ---- auth ----
 
+    def echo(self, md, *keys):
+        if not self.ctl.get("echo_secrets"):
+            return ""
+        return " (got %s)" % ", ".join("%s=%s" % (k, md.get(k)) for k in keys)
+
     def expired_all(self):
         return self.ctl.take("expire_tokens")
 
@@ -120,7 +127,8 @@ class Fake:
         if (md.get("x-modal-token-id") != self.args.token_id
                 or md.get("x-modal-token-secret") != self.args.token_secret):
             self.ctl.count("unauthenticated")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid Modal token credentials")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid Modal token credentials" +
+                          self.echo(md, "x-modal-token-id", "x-modal-token-secret"))
         n = self.ctl.get("unavailable", {}).get(method, 0)
         if n > 0:
             with self.ctl.lock:
@@ -133,7 +141,8 @@ class Fake:
         exp = self.auth_tokens.get(tok)
         if exp is None or exp < now() or self.expired_all():
             self.ctl.count("unauthenticated")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "auth token expired or invalid")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "auth token expired or invalid" +
+                          self.echo(md, "x-modal-auth-token", "x-modal-token-secret"))
 
     def check_jwt(self, context, task_id, method):
         self.ctl.count("calls." + method)
@@ -141,7 +150,8 @@ class Fake:
         entry = self.jwts.get(auth[7:]) if auth.startswith("Bearer ") else None
         if entry is None or entry[1] < now() or entry[0] != task_id or self.expired_all():
             self.ctl.count("unauthenticated")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "router token expired or invalid")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "router token expired or invalid" +
+                          self.echo({"jwt": auth[7:]}, "jwt"))
 
     # ---- control plane ----
 
