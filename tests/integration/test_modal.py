@@ -597,3 +597,32 @@ class ModalManaged(unittest.TestCase):
         self.c.call("sandbox.destroy", {"id": sb["id"]}, timeout=60)
         st = [s for s in self.gw.state()["sandboxes"] if s["id"] == sb["details"]["remote_id"]]
         self.assertEqual(st[0]["status"], "terminated")
+
+
+class ModalDocs(unittest.TestCase):
+    """Every key of [backend.modal] (modal_keys[] in backends/modal/modal.c) is documented in
+    docs/configuration.md, sandboxd.conf(5) and docs/backends/modal.md."""
+
+    TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    DAEMON_KEYS = {"recreate", "ask_isolated", "drain_grace_ms"}  # every backend's, documented so
+
+    def keys(self):
+        import re
+        with open(os.path.join(self.TOP, "backends", "modal", "modal.c")) as f:
+            src = f.read()
+        table = src[src.index("modal_keys[] = {"):]
+        return re.findall(r'MK[SU]\("(\w+)"', table[:table.index("};")])
+
+    def test_keys_documented(self):
+        keys = self.keys()
+        self.assertGreater(len(keys), 10)
+        docs = {}
+        for rel in ("docs/configuration.md", "docs/backends/modal.md", "docs/man/sandboxd.conf.5"):
+            with open(os.path.join(self.TOP, rel)) as f:
+                docs[rel] = f.read()
+        for k in keys:
+            if k in self.DAEMON_KEYS:
+                continue
+            self.assertIn("`%s`" % k, docs["docs/configuration.md"], k)
+            self.assertIn("`%s`" % k, docs["docs/backends/modal.md"], k)
+            self.assertIn(".BR %s " % k, docs["docs/man/sandboxd.conf.5"], k)

@@ -1,11 +1,13 @@
 /* check_modal_mode.c — the Modal backend's pure parts: the protobuf wire codec, the TOML
- * subset of ~/.modal.toml, credential discovery and the mode decision, each as a table. */
+ * subset of ~/.modal.toml, credential discovery and the mode decision, each as a table; the
+ * in-band shell-state filter under every split of its stream; shell quoting. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/modal/modal_int.h"
 #include "backends/modal/modal_mode.h"
 #include "backends/modal/modal_pb.h"
 #include "protocol/error.h"
@@ -473,6 +475,93 @@ START_TEST(test_toml_subset)
 }
 END_TEST
 
+/* ---- the in-band state filter ---- */
+
+static void
+collect(void *ctx, const char *data, size_t len)
+{
+        buf_append(ctx, data, len);
+}
+
+/* Every way of cutting the stream into three chunks gives the same output and state. */
+START_TEST(test_sfilter_every_split)
+{
+        struct modal_sfilter f;
+        struct buf want = {0}, stream = {0};
+        static const char blob[] = "/tmp\n\0A=1\0B=\036x\0";
+        const char *before = "out\036put \036SBX not it\n", *after = "late output\n";
+
+        modal_sfilter_init(&f);
+        buf_appendf(&want, "%s%s", before, after);
+        buf_append(&stream, before, strlen(before));
+        buf_append(&stream, f.marker, f.mlen);
+        buf_appendf(&stream, "%zu\n", sizeof(blob) - 1);
+        buf_append(&stream, blob, sizeof(blob) - 1);
+        buf_append(&stream, after, strlen(after));
+        modal_sfilter_free(&f);
+        for (size_t i = 0; i <= stream.len; i++) {
+                for (size_t j = i; j <= stream.len; j += 7) {
+                        struct modal_sfilter g;
+                        struct buf out = {0};
+                        const char *st;
+                        size_t slen = 0;
+                        modal_sfilter_init(&g);
+                        memcpy(g.marker, stream.data + strlen(before), g.mlen);
+                        modal_sfilter_feed(&g, stream.data, i, collect, &out);
+                        modal_sfilter_feed(&g, stream.data + i, j - i, collect, &out);
+                        modal_sfilter_feed(&g, stream.data + j, stream.len - j, collect, &out);
+                        modal_sfilter_end(&g, collect, &out);
+                        st = modal_sfilter_state(&g, &slen);
+                        ck_assert_msg(out.len == want.len && !memcmp(out.data, want.data, out.len),
+                                      "split %zu/%zu: output differs", i, j);
+                        ck_assert_msg(st && slen == sizeof(blob) - 1 && !memcmp(st, blob, slen),
+                                      "split %zu/%zu: state differs", i, j);
+                        modal_sfilter_free(&g);
+                        buf_free(&out);
+                }
+        }
+        buf_free(&want);
+        buf_free(&stream);
+}
+END_TEST
+
+/* No marker: everything is output, a held partial marker included; a marker without a proper
+ * length line is not ours and takes nothing more. */
+START_TEST(test_sfilter_no_or_bad_marker)
+{
+        struct modal_sfilter f;
+        struct buf out = {0};
+        size_t slen;
+
+        modal_sfilter_init(&f);
+        modal_sfilter_feed(&f, "abc", 3, collect, &out);
+        modal_sfilter_feed(&f, f.marker, 10, collect, &out); /* a cut-off marker */
+        modal_sfilter_end(&f, collect, &out);
+        ck_assert_uint_eq(out.len, 13);
+        ck_assert(memcmp(out.data + 3, f.marker, 10) == 0);
+        ck_assert(modal_sfilter_state(&f, &slen) == NULL);
+        modal_sfilter_free(&f);
+        buf_free(&out);
+        modal_sfilter_init(&f);
+        modal_sfilter_feed(&f, f.marker, f.mlen, collect, &out);
+        modal_sfilter_feed(&f, "x12\nrest", 8, collect, &out);
+        ck_assert(modal_sfilter_state(&f, &slen) == NULL);
+        ck_assert_uint_eq(out.len, 7); /* "12\nrest": passed on after the bad length */
+        modal_sfilter_free(&f);
+        buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_sh_quote)
+{
+        char *argv[] = {"echo", "it's", "$HOME", "", "a b", NULL};
+        char *q = modal_sh_quote_argv(argv);
+
+        ck_assert_str_eq(q, "'echo' 'it'\\''s' '$HOME' '' 'a b'");
+        free(q);
+}
+END_TEST
+
 static Suite *
 modal_suite(void)
 {
@@ -486,6 +575,9 @@ modal_suite(void)
         tcase_add_loop_test(tc, test_resolve_table, 0, (int) ARRAY_SIZE(resolve_cases));
         tcase_add_test(tc, test_mode_names);
         tcase_add_test(tc, test_toml_subset);
+        tcase_add_test(tc, test_sfilter_every_split);
+        tcase_add_test(tc, test_sfilter_no_or_bad_marker);
+        tcase_add_test(tc, test_sh_quote);
         suite_add_tcase(s, tc);
         return s;
 }
