@@ -61,13 +61,15 @@ LIB_SRC   := $(sort $(wildcard protocol/*.c policy/*.c backends/*.c) \
 CLIENT_SRC := $(sort $(wildcard client/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/check_*.c))
 TEST_HELPER_SRC := $(sort $(wildcard tests/unit/helper_*.c))
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_SRC := $(sort $(filter-out bench/helper_%,$(wildcard bench/*.c)))
+BENCH_HELPER_SRC := $(sort $(wildcard bench/helper_*.c))
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(B)/%.o)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/%.o)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(B)/%.o)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+BENCH_HELPER_OBJ := $(BENCH_HELPER_SRC:%.c=$(B)/%.o)
 LIBA      := $(B)/libsandboxd.a
 
 SANDBOXD  := $(B)/sandboxd
@@ -77,7 +79,8 @@ SANDBOXCTL := $(B)/sandboxctl
 AGENT     := $(B)/sandboxd-agent
 AGENT_SRC := $(sort $(wildcard backends/agent/*.c))
 
-ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) daemon/main.c \
+ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) \
+             $(BENCH_HELPER_SRC) daemon/main.c \
              $(AGENT_SRC)
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h backends/*/*.h tests/*/*.h tests/fakes/*.c fuzz/*.c))
 
@@ -113,7 +116,7 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
-$(B)/bench/%: $(B)/bench/%.o $(LIBA)
+$(B)/bench/%: $(B)/bench/%.o $(BENCH_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 

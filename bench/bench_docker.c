@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "backends/docker.h"
+#include "bench/helper_daemon.h"
 #include "protocol/util.h"
 
 #define IMAGE "sandboxd-test:busybox"
@@ -207,104 +208,6 @@ bench_cli_create(int n)
 
 /* ---- through the daemon ---- */
 
-struct bd {
-        pid_t pid;
-        int fd;
-        char dir[64];
-        char sock[96];
-        struct buf in;
-        int id;
-};
-
-/* Starts sandboxd on a private socket and waits for READY=1 on a notify socket. */
-static int
-bd_start(struct bd *d)
-{
-        const char *bin = getenv("SANDBOXD_BIN") ? getenv("SANDBOXD_BIN") : "build/std/sandboxd";
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        char state[96], conf[96], notify[96], buf[512];
-        struct pollfd pfd;
-        FILE *f;
-        int nfd;
-
-        snprintf(d->dir, sizeof(d->dir), "/tmp/bench-sbxd-XXXXXX");
-        if (!mkdtemp(d->dir))
-                return -1;
-        snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
-        snprintf(state, sizeof(state), "%s/state", d->dir);
-        snprintf(conf, sizeof(conf), "%s/sandboxd.conf", d->dir);
-        snprintf(notify, sizeof(notify), "%s/notify", d->dir);
-        f = fopen(conf, "w");
-        if (!f)
-                return -1;
-        fprintf(f, "[backend.docker]\nimage = %s\n", IMAGE);
-        fclose(f);
-        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify);
-        if (bind(nfd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return -1;
-        fflush(stdout);
-        d->pid = fork();
-        if (d->pid == 0) {
-                int log = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                dup2(log, 2);
-                setenv("NOTIFY_SOCKET", notify, 1);
-                execl(bin, bin, "--socket", d->sock, "--state-dir", state, "--config", conf,
-                      (char *) NULL);
-                _exit(127);
-        }
-        pfd = (struct pollfd){.fd = nfd, .events = POLLIN};
-        for (;;) {
-                ssize_t n;
-                if (poll(&pfd, 1, 20000) <= 0)
-                        return -1;
-                n = recv(nfd, buf, sizeof(buf) - 1, 0);
-                buf[n > 0 ? n : 0] = '\0';
-                if (strstr(buf, "READY=1"))
-                        break;
-        }
-        close(nfd);
-        d->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock);
-        return connect(d->fd, (struct sockaddr *) &sa, sizeof(sa));
-}
-
-/* One request; returns its result (new) or NULL on an error answer. Notifications skipped. */
-static json_t *
-bd_call(struct bd *d, const char *method, json_t *params /* steals */)
-{
-        json_t *req = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", ++d->id, "method",
-                                method, "params", params);
-        char *line = json_dumps(req, JSON_COMPACT);
-        char *nl;
-
-        if (write(d->fd, line, strlen(line)) < 0 || write(d->fd, "\n", 1) < 0)
-                exit(1);
-        free(line);
-        json_decref(req);
-        for (;;) {
-                while (!d->in.data || !(nl = memchr(d->in.data, '\n', d->in.len))) {
-                        buf_reserve(&d->in, 65536);
-                        ssize_t n = read(d->fd, d->in.data + d->in.len, 65536);
-                        if (n <= 0)
-                                exit(1);
-                        d->in.len += (size_t) n;
-                }
-                json_t *msg = json_loadb(d->in.data, (size_t) (nl - d->in.data), 0, NULL);
-                buf_consume(&d->in, (size_t) (nl - d->in.data) + 1);
-                if (json_integer_value(json_object_get(msg, "id")) == d->id) {
-                        json_t *res = json_incref(json_object_get(msg, "result"));
-                        if (!res)
-                                fprintf(stderr, "%s: %s\n", method,
-                                        json_string_value(json_object_get(
-                                                json_object_get(msg, "error"), "message")));
-                        json_decref(msg);
-                        return res;
-                }
-                json_decref(msg);
-        }
-}
-
 static double
 bd_exec(struct bd *d, json_t *params, int n)
 {
@@ -344,9 +247,12 @@ bench_daemon(int n, double ce, double cc)
 {
         struct bd d = {0};
         json_t *sb;
-        char *rm[] = {"rm", "-rf", d.dir, NULL};
 
-        if (bd_start(&d) < 0) {
+        char *conf = xasprintf("[backend.docker]\nimage = %s\n", IMAGE);
+        int rc = bd_start(&d, conf, NULL);
+
+        free(conf);
+        if (rc < 0) {
                 printf("daemon:     skipped (cannot start sandboxd; set SANDBOXD_BIN)\n");
                 return;
         }
@@ -368,11 +274,7 @@ bench_daemon(int n, double ce, double cc)
         printf("daemon sandbox.create:    %.1f ms, docker run -d   %.1f ms, ratio %.2f "
                "(target <= 1.0)\n",
                dc, cc, dc / cc);
-        close(d.fd);
-        kill(d.pid, SIGTERM);
-        waitpid(d.pid, NULL, 0);
-        run_cmd(rm, NULL, 0);
-        buf_free(&d.in);
+        bd_stop(&d);
 }
 
 struct bench_mode {

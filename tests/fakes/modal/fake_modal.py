@@ -99,7 +99,7 @@ class Fake:
 
     def state(self):
         with self.lock:
-            return {"sandboxes": [{"id": s.id, "tags": s.tags, "task_id": s.task_id,
+            return {"last_exec": getattr(self, "last_exec", None), "sandboxes": [{"id": s.id, "tags": s.tags, "task_id": s.task_id,
                                    "running": s.result is None,
                                    "timeout_secs": s.definition.timeout_secs,
                                    "network": s.definition.network_access.network_access_type,
@@ -293,6 +293,9 @@ class Fake:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                               "workdir %s does not exist" % cwd)
             merge = req.stderr_config == tcr.TASK_EXEC_STDERR_CONFIG_STDOUT
+            self.last_exec = {"args": list(req.command_args), "env": dict(req.env),
+                              "workdir": req.workdir if req.HasField("workdir") else None,
+                              "stderr_config": req.stderr_config}
             try:
                 p = fakelib.LocalProcess(list(req.command_args), cwd, dict(req.env), merge)
             except OSError as e:
