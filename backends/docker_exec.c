@@ -974,17 +974,14 @@ dx_kill_run(struct backend_proc *p, const char *mode, int sig, unsigned grace_ms
             backend_kill_cb cb)
 {
         struct dx_kill *k = xcalloc(1, sizeof(*k));
-        char sigs[16], steps[16];
-        char *argv[] = {"sh",  "-c", (char *) remote_sh_kill, (char *) mode, sigs, p->pidfile,
-                        steps, NULL};
+        struct remote_sh_kill_argv ka;
 
-        snprintf(sigs, sizeof(sigs), "%d", sig);
-        snprintf(steps, sizeof(steps), "%u", (grace_ms + 49) / 50);
+        remote_sh_kill_args(&ka, mode, sig, p->pidfile, grace_ms);
         k->p = p;
         k->cb = cb;
         k->ctx = ctx;
         dx_ref(p);
-        docker_helper(p->sb, argv, NULL, 0, k, dx_kill_cb);
+        docker_helper(p->sb, ka.argv, NULL, 0, k, dx_kill_cb);
 }
 
 /* Sends sig to the exec's tree inside the container. */

@@ -2,6 +2,7 @@
 #include "backends/remote_sh.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,4 +68,21 @@ remote_sh_read_parse(const char *out, size_t len, uint64_t *size, const char **d
         *data = nl + 1;
         *dlen = len - (size_t) (nl + 1 - out);
         return 0;
+}
+
+/* Builds the argv of remote_sh_kill. */
+void
+remote_sh_kill_args(struct remote_sh_kill_argv *a, const char *mode, int sig, const char *pidfile,
+                    unsigned grace_ms)
+{
+        snprintf(a->sig, sizeof(a->sig), "%d", sig);
+        snprintf(a->steps, sizeof(a->steps), "%u", (grace_ms + 49) / 50);
+        a->argv[0] = "sh";
+        a->argv[1] = "-c";
+        a->argv[2] = (char *) remote_sh_kill;
+        a->argv[3] = (char *) mode;
+        a->argv[4] = a->sig;
+        a->argv[5] = (char *) pidfile;
+        a->argv[6] = a->steps;
+        a->argv[7] = NULL;
 }

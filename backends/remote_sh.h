@@ -14,6 +14,14 @@
  * are its tree), STEPS the grace before SIGKILL in 50 ms steps. Prints the survivors. */
 extern const char remote_sh_kill[];
 
+/* That argv, built in a (which holds its strings). */
+struct remote_sh_kill_argv {
+        char sig[16], steps[16];
+        char *argv[8];
+};
+void remote_sh_kill_args(struct remote_sh_kill_argv *a, const char *mode, int sig,
+                         const char *pidfile, unsigned grace_ms);
+
 /* argv: sh -c remote_sh_read PATH OFFSET+1 MAX: prints the file's size on a line, then up to
  * MAX bytes from OFFSET. Fails (exit != 0) when PATH is not a regular file. */
 extern const char remote_sh_read[];

@@ -540,6 +540,33 @@ modal_create_free(struct modal_create *c)
         free(c);
 }
 
+/* A destroy in progress. */
+struct modal_done *
+modal_done_new(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
+{
+        struct modal_done *d = xcalloc(1, sizeof(*d));
+
+        d->sb = sb;
+        d->ctx = ctx;
+        d->cb = cb;
+        return d;
+}
+
+/* Ends a destroy. */
+void
+modal_done_finish(struct modal_done *d, const char *why)
+{
+        struct sbx_error err = {0};
+
+        if (why)
+                sbx_error_backend(&err, "modal", "%s", why);
+        d->sb->gone = true;
+        d->cb(d->ctx, err.code ? &err : NULL);
+        sbx_error_clear(&err);
+        modal_sandbox_unref(d->sb);
+        free(d);
+}
+
 /* Sets a -32005 error. */
 void
 modal_create_fail(struct modal_create *c, const char *what, const char *message)

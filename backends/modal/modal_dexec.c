@@ -38,15 +38,8 @@ struct dx_stream {
 struct dx {
         struct backend_proc base;
         int refs;
-        struct backend_exec_cbs cbs;
-        void *ctx;
-        bool helper;
-        modal_helper_cb hcb;
-        void *hctx;
-        struct buf hout;
-        char *exec_id, *pidfile;
+        char *pidfile;
         bool merge, stdin_open;
-        struct modal_sfilter sf;
         int state_fd; /* 0: no state expected */
         struct modal_rpc *start_rpc, *wait_rpc, *in_rpc;
         struct dx_stream s[2];
@@ -59,7 +52,6 @@ struct dx {
         uint64_t in_off;
         size_t in_flight;
         bool eof_wanted, eof_sent;
-        struct sbx_error fail;
 };
 
 static void dx_check(struct dx *x);
@@ -73,13 +65,9 @@ dx_unref(struct dx *x)
 {
         if (--x->refs > 0)
                 return;
-        modal_sandbox_unref(x->base.sb);
-        free(x->exec_id);
+        modal_proc_clear(&x->base);
         free(x->pidfile);
-        buf_free(&x->hout);
         buf_free(&x->in);
-        modal_sfilter_free(&x->sf);
-        sbx_error_clear(&x->fail);
         free(x);
 }
 
@@ -118,7 +106,7 @@ dx_ids(struct dx *x)
         struct buf b = {0};
 
         pb_put_str(&b, 1, x->base.sb->task_id);
-        pb_put_str(&b, 2, x->exec_id);
+        pb_put_str(&b, 2, x->base.exec_id);
         return b;
 }
 
@@ -130,9 +118,8 @@ dx_out_cb(void *ctx, const char *data, size_t len)
         struct dx_stream *s = ctx;
         struct dx *x = s->x;
 
-        if (len)
-                x->cbs.on_output(x->ctx, x->merge || s->fd == 1 ? BACKEND_STDOUT : BACKEND_STDERR,
-                                 data, len);
+        modal_proc_output(&x->base, x->merge || s->fd == 1 ? BACKEND_STDOUT : BACKEND_STDERR, data,
+                          len);
 }
 
 static void
@@ -140,14 +127,10 @@ dx_deliver(struct dx_stream *s, const char *data, size_t len)
 {
         struct dx *x = s->x;
 
-        if (x->helper) {
-                if (s->fd == 1 && x->hout.len + len <= MODAL_HELPER_MAX)
-                        buf_append(&x->hout, data, len);
-        } else if (s->fd == x->state_fd) {
-                modal_sfilter_feed(&x->sf, data, len, dx_out_cb, s);
-        } else {
+        if (s->fd == x->state_fd)
+                modal_sfilter_feed(&x->base.sf, data, len, dx_out_cb, s);
+        else
                 dx_out_cb(s, data, len);
-        }
 }
 
 static void
@@ -274,7 +257,7 @@ dx_wait_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, s
         } else if (!modal_rpc_stopping() && ++x->wait_failures <= DX_WAIT_TRIES) {
                 dx_timer_start(x, &x->timer, &x->timer_init, x, dx_wait_timer_cb, 1000);
         } else {
-                sbx_error_backend(&x->fail, "modal", "lost the exec: TaskExecWait: %s: %s",
+                sbx_error_backend(&x->base.fail, "modal", "lost the exec: TaskExecWait: %s: %s",
                                   grpc_code_name(st->code), st->message);
                 dx_exited(x, 0, SIGKILL);
         }
@@ -290,24 +273,13 @@ dx_wait(struct dx *x)
         buf_free(&req);
 }
 
+/* Through sh, a child killed by signal N exits 128+N: a signal only if we sent one. */
 static void
 dx_deliver_exit(struct dx *x)
 {
-        struct exec_exit ex = {0};
-        size_t slen = 0;
+        bool by_us = !x->sig && x->code > 128 && x->code < 128 + 65 && x->signalled;
 
-        ex.exit_code = x->code;
-        ex.signal = x->sig;
-        /* Through sh, a child killed by signal N exits 128+N: a signal only if we sent one. */
-        if (!ex.signal && x->code > 128 && x->code < 128 + 65 && x->signalled) {
-                ex.signal = x->code - 128;
-                ex.exit_code = 0;
-        }
-        ex.state = modal_sfilter_state(&x->sf, &slen);
-        ex.state_len = slen;
-        if (x->fail.code)
-                ex.error = &x->fail;
-        x->cbs.on_exit(x->ctx, &ex);
+        modal_proc_exit(&x->base, by_us ? 0 : x->code, by_us ? x->code - 128 : x->sig);
 }
 
 static void
@@ -327,13 +299,10 @@ dx_finish(struct dx *x)
         x->start_rpc = x->wait_rpc = x->in_rpc = NULL;
         dx_timer_close(x, &x->timer, &x->timer_init);
         if (x->state_fd)
-                modal_sfilter_end(&x->sf, dx_out_cb, &x->s[x->state_fd - 1]);
-        if (x->helper)
-                x->hcb(x->hctx,
-                       x->fail.code ? -1
-                       : x->sig     ? 128 + x->sig
-                                    : x->code,
-                       x->hout.data, x->hout.len, x->fail.code ? &x->fail : NULL);
+                modal_sfilter_end(&x->base.sf, dx_out_cb, &x->s[x->state_fd - 1]);
+        if (x->base.helper)
+                modal_proc_helper_end(&x->base, x->sig ? 128 + x->sig : x->code, x->base.hout.data,
+                                      x->base.hout.len);
         else
                 dx_deliver_exit(x);
         dx_unref(x); /* the engine's */
@@ -352,7 +321,7 @@ dx_start_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, 
                 if (gone)
                         x->base.sb->gone = true;
                 sbx_error_set(
-                        &x->fail, gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
+                        &x->base.fail, gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
                         gone ? json_pack("{s:s}", "state", "removed")
                              : json_pack("{s:s,s:s}", "backend", "modal", "detail", st->message),
                         "modal exec could not start: TaskExecStart: %s: %s",
@@ -376,8 +345,8 @@ dx_start(struct dx *x, char *const *argv, char *const *envp, const char *cwd)
 
         for (size_t i = 0; argv[i]; i++)
                 pb_put_str(&req, 3, argv[i]);
-        pb_put_varint(&req, 4, 1);                                /* stdout: PIPE */
-        pb_put_varint(&req, 5, x->helper ? 0 : x->merge ? 2 : 1); /* DEVNULL, STDOUT, PIPE */
+        pb_put_varint(&req, 4, 1);                                     /* stdout: PIPE */
+        pb_put_varint(&req, 5, x->base.helper ? 0 : x->merge ? 2 : 1); /* DEVNULL, STDOUT, PIPE */
         if (cwd)
                 pb_put_str(&req, 7, cwd);
         modal_env_entries(&req, 12, envp);
@@ -392,12 +361,9 @@ dx_new(struct backend_sandbox *sb, const char *id_prefix)
         struct dx *x = xcalloc(1, sizeof(*x));
         char rnd[17];
 
-        x->base.sb = sb;
-        x->base.mops = &modal_direct_ops;
-        modal_sandbox_ref(sb);
-        x->refs = 1;
         util_random_hex(rnd, 16);
-        x->exec_id = xasprintf("%s-%s", id_prefix, rnd);
+        modal_proc_init(&x->base, sb, &modal_direct_ops, xasprintf("%s-%s", id_prefix, rnd));
+        x->refs = 1;
         for (int i = 0; i < 2; i++) {
                 x->s[i].x = x;
                 x->s[i].fd = i + 1;
@@ -414,18 +380,17 @@ modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
         struct dx *x = dx_new(sb, spec->exec_id ? spec->exec_id : "p");
         char **argv;
 
-        x->cbs = *cbs;
-        x->ctx = ctx;
+        x->base.cbs = *cbs;
+        x->base.ctx = ctx;
         x->merge = spec->merge_stderr;
         x->stdin_open = spec->stdin_open;
-        x->pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->exec_id);
-        modal_sfilter_init(&x->sf);
+        x->pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->base.exec_id);
         x->state_fd = spec->state_path ? (x->merge ? 1 : 2) : 0;
         x->s[1].eof = x->merge;
         if (spec->stdin_len)
                 buf_append(&x->in, spec->stdin_data, spec->stdin_len);
         x->eof_wanted = !spec->stdin_open;
-        argv = modal_exec_wrap(spec->argv, x->pidfile, &x->sf, spec->state_path,
+        argv = modal_exec_wrap(spec->argv, x->pidfile, &x->base.sf, spec->state_path,
                                x->state_fd ? x->state_fd : 2);
         x->refs++; /* the daemon's, until exec_release */
         dx_start(x, argv, spec->envp, spec->cwd ? spec->cwd : sb->workdir);
@@ -444,9 +409,9 @@ modal_dexec_helper(struct backend_sandbox *sb, char *const *argv, const void *in
                                     NULL};
         struct dx *x = dx_new(sb, "h");
 
-        x->helper = true;
-        x->hcb = cb;
-        x->hctx = ctx;
+        x->base.helper = true;
+        x->base.hcb = cb;
+        x->base.hctx = ctx;
         x->s[1].eof = true; /* stderr is not read */
         if (inlen)
                 buf_append(&x->in, in, inlen);
@@ -540,17 +505,14 @@ dx_kill_run(struct dx *x, const char *mode, int sig, unsigned grace_ms, void *ct
             backend_kill_cb cb)
 {
         struct dx_kill *k = xcalloc(1, sizeof(*k));
-        char sigs[16], steps[16];
-        char *argv[] = {"sh",  "-c", (char *) remote_sh_kill, (char *) mode, sigs, x->pidfile,
-                        steps, NULL};
+        struct remote_sh_kill_argv ka;
 
-        snprintf(sigs, sizeof(sigs), "%d", sig);
-        snprintf(steps, sizeof(steps), "%u", (grace_ms + 49) / 50);
+        remote_sh_kill_args(&ka, mode, sig, x->pidfile, grace_ms);
         k->x = x;
         k->ctx = ctx;
         k->cb = cb;
         x->refs++;
-        modal_dexec_helper(x->base.sb, argv, NULL, 0, k, dx_kill_cb);
+        modal_dexec_helper(x->base.sb, ka.argv, NULL, 0, k, dx_kill_cb);
 }
 
 /* Sends sig to the exec's tree. */

@@ -85,8 +85,6 @@ static void
 direct_app_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
         struct modal_create *c = ctx;
-        struct pb_reader r;
-        struct pb_field f;
         char *key;
 
         c->rpc = NULL;
@@ -94,12 +92,8 @@ direct_app_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg,
                 direct_fail(c, "AppGetOrCreate", st);
                 return;
         }
-        pb_reader_init(&r, msg, len);
-        while (pb_next(&r, &f))
-                if (f.num == 1 && f.wire == PB_LEN) {
-                        free(c->sb->app_id);
-                        c->sb->app_id = pb_strdup(&f);
-                }
+        free(c->sb->app_id);
+        c->sb->app_id = pb_get_string(msg, len, 1);
         if (!c->sb->app_id || !*c->sb->app_id) {
                 modal_create_fail(c, "AppGetOrCreate", "no app id in the answer");
                 modal_create_finish(c);
@@ -297,34 +291,17 @@ direct_join(struct modal_create *c)
 }
 
 static void
-direct_tag(struct buf *b, uint32_t field, const char *name, const char *value)
-{
-        struct buf t = {0};
-
-        pb_put_str(&t, 1, name);
-        pb_put_str(&t, 2, value);
-        pb_put_msg(b, field, &t);
-        buf_free(&t);
-}
-
-static void
 direct_sandbox_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
         struct modal_create *c = ctx;
-        struct pb_reader r;
-        struct pb_field f;
 
         c->rpc = NULL;
         if (st->code != GRPC_OK) {
                 direct_fail(c, "SandboxCreate", st);
                 return;
         }
-        pb_reader_init(&r, msg, len);
-        while (pb_next(&r, &f))
-                if (f.num == 1 && f.wire == PB_LEN) {
-                        free(c->sb->remote_id);
-                        c->sb->remote_id = pb_strdup(&f);
-                }
+        free(c->sb->remote_id);
+        c->sb->remote_id = pb_get_string(msg, len, 1);
         if (!c->sb->remote_id || !*c->sb->remote_id) {
                 modal_create_fail(c, "SandboxCreate", "no sandbox id in the answer");
                 modal_create_finish(c);
@@ -365,9 +342,9 @@ direct_sandbox(struct modal_create *c)
         direct_definition(c, &def);
         pb_put_str(&req, 1, c->sb->app_id);
         pb_put_msg(&req, 2, &def);
-        direct_tag(&req, 4, "sandboxd", "1");
-        direct_tag(&req, 4, "sandboxd.instance", modal.instance);
-        direct_tag(&req, 4, "sandboxd.sandbox", c->sb->id);
+        pb_put_map_entry(&req, 4, "sandboxd", "1");
+        pb_put_map_entry(&req, 4, "sandboxd.instance", modal.instance);
+        pb_put_map_entry(&req, 4, "sandboxd.sandbox", c->sb->id);
         c->rpc = modal_api_unary(c->sb->api, "SandboxCreate", &req, DIRECT_CALL_MS,
                                  direct_sandbox_cb, c);
         buf_free(&def);
@@ -494,41 +471,25 @@ direct_adopt(struct modal_create *c)
         direct_task(c);
 }
 
-struct direct_done {
-        struct backend_sandbox *sb;
-        void *ctx;
-        backend_done_cb cb;
-};
-
 static void
 direct_terminated_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
-        struct direct_done *d = ctx;
-        struct sbx_error err = {0};
+        char *why = st->code != GRPC_OK && st->code != GRPC_NOT_FOUND
+                            ? direct_why("SandboxTerminate", st)
+                            : NULL;
 
-        if (st->code != GRPC_OK && st->code != GRPC_NOT_FOUND) {
-                char *m = direct_why("SandboxTerminate", st);
-                sbx_error_backend(&err, "modal", "%s", m);
-                free(m);
-        }
-        d->sb->gone = true;
-        d->cb(d->ctx, err.code ? &err : NULL);
-        sbx_error_clear(&err);
-        modal_sandbox_unref(d->sb);
-        free(d);
+        modal_done_finish(ctx, why);
+        free(why);
 }
 
 static void
 direct_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
 {
-        struct direct_done *d = xcalloc(1, sizeof(*d));
         struct buf req = {0};
 
-        d->sb = sb;
-        d->ctx = ctx;
-        d->cb = cb;
         pb_put_str(&req, 1, sb->remote_id);
-        modal_api_unary(sb->api, "SandboxTerminate", &req, DIRECT_CALL_MS, direct_terminated_cb, d);
+        modal_api_unary(sb->api, "SandboxTerminate", &req, DIRECT_CALL_MS, direct_terminated_cb,
+                        modal_done_new(sb, ctx, cb));
         buf_free(&req);
 }
 
@@ -670,7 +631,7 @@ direct_reap_list(struct direct_reap *rp)
         pb_put_str(&req, 1, rp->app_id);
         if (rp->before > 0)
                 pb_put_double(&req, 2, rp->before);
-        direct_tag(&req, 5, "sandboxd.instance", modal.instance);
+        pb_put_map_entry(&req, 5, "sandboxd.instance", modal.instance);
         modal_api_unary(rp->api, "SandboxList", &req, DIRECT_CALL_MS, direct_reap_list_cb, rp);
         buf_free(&req);
 }
@@ -680,14 +641,7 @@ direct_reap_app_cb(void *ctx, const struct grpc_status *st, const unsigned char 
 {
         struct direct_reap *rp = ctx;
 
-        if (st->code == GRPC_OK) {
-                struct pb_reader r;
-                struct pb_field f;
-                pb_reader_init(&r, msg, len);
-                while (pb_next(&r, &f))
-                        if (f.num == 1 && f.wire == PB_LEN && !rp->app_id)
-                                rp->app_id = pb_strdup(&f);
-        }
+        rp->app_id = st->code == GRPC_OK ? pb_get_string(msg, len, 1) : NULL;
         if (!rp->app_id) {
                 direct_reap_fail(rp, "AppGetOrCreate", st);
                 direct_reap_step(rp);

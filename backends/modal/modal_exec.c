@@ -156,6 +156,63 @@ modal_sfilter_end(struct modal_sfilter *f, modal_out_fn out, void *ctx)
         buf_consume(&f->held, f->held.len);
 }
 
+/* Fills an exec's common head. */
+void
+modal_proc_init(struct backend_proc *p, struct backend_sandbox *sb,
+                const struct modal_mode_ops *mops, char *exec_id)
+{
+        p->sb = sb;
+        p->mops = mops;
+        p->exec_id = exec_id;
+        modal_sandbox_ref(sb);
+        modal_sfilter_init(&p->sf);
+}
+
+/* Frees an exec's common head. */
+void
+modal_proc_clear(struct backend_proc *p)
+{
+        modal_sandbox_unref(p->sb);
+        free(p->exec_id);
+        buf_free(&p->hout);
+        modal_sfilter_free(&p->sf);
+        sbx_error_clear(&p->fail);
+}
+
+/* Hands output on. */
+void
+modal_proc_output(struct backend_proc *p, enum backend_stream s, const char *data, size_t len)
+{
+        if (!len)
+                return;
+        if (!p->helper)
+                p->cbs.on_output(p->ctx, s, data, len);
+        else if (s == BACKEND_STDOUT && p->hout.len + len <= MODAL_HELPER_MAX)
+                buf_append(&p->hout, data, len);
+}
+
+/* Ends a user exec. */
+void
+modal_proc_exit(struct backend_proc *p, int exit_code, int sig)
+{
+        struct exec_exit ex = {0};
+        size_t slen = 0;
+
+        ex.exit_code = exit_code;
+        ex.signal = sig;
+        ex.state = modal_sfilter_state(&p->sf, &slen);
+        ex.state_len = slen;
+        ex.error = p->fail.code ? &p->fail : NULL;
+        p->cbs.on_exit(p->ctx, &ex);
+}
+
+/* Ends a helper. */
+void
+modal_proc_helper_end(struct backend_proc *p, int exit_code, const char *out, size_t len)
+{
+        p->hcb(p->hctx, p->fail.code ? -1 : exit_code, out, len, p->fail.code ? &p->fail : NULL);
+}
+
 /* The wrapped argv. */
 char **
 modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilter *f,

@@ -329,41 +329,28 @@ gw_adopt(struct modal_create *c)
         gw_call("POST", "/v1/sandboxes", body, key, GW_CALL_MS, gw_adopted_cb, c);
 }
 
-struct gw_done {
-        struct backend_sandbox *sb;
-        void *ctx;
-        backend_done_cb cb;
-};
-
 static void
 gw_terminated_cb(void *ctx, long status, json_t *body, const char *error)
 {
-        struct gw_done *d = ctx;
-        struct sbx_error err = {0};
+        char *m = NULL, *why = NULL;
 
         if ((status < 200 || status > 299) && status != 404 && status != 409) {
-                char *m = gw_error_text(status, body, error);
-                sbx_error_backend(&err, "modal", "gateway terminate: %s", m);
-                free(m);
+                m = gw_error_text(status, body, error);
+                why = xasprintf("gateway terminate: %s", m);
         }
-        d->sb->gone = true;
-        d->cb(d->ctx, err.code ? &err : NULL);
-        sbx_error_clear(&err);
-        modal_sandbox_unref(d->sb);
-        free(d);
+        modal_done_finish(ctx, why);
+        free(why);
+        free(m);
 }
 
 static void
 gw_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
 {
-        struct gw_done *d = xcalloc(1, sizeof(*d));
         char *path = xasprintf("/v1/sandboxes/%s/terminate", sb->remote_id);
         json_t *body = json_pack("{s:b}", "snapshotBeforeTerminate", 0);
 
-        d->sb = sb;
-        d->ctx = ctx;
-        d->cb = cb;
-        gw_call("POST", path, body, NULL, GW_CALL_MS, gw_terminated_cb, d);
+        gw_call("POST", path, body, NULL, GW_CALL_MS, gw_terminated_cb,
+                modal_done_new(sb, ctx, cb));
         json_decref(body);
         free(path);
 }
@@ -373,14 +360,8 @@ gw_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
 struct gx {
         struct backend_proc base;
         int refs;
-        struct backend_exec_cbs cbs;
-        void *ctx;
-        bool helper;
-        modal_helper_cb hcb;
-        void *hctx;
-        char *exec_id, *path;
+        char *path;
         json_t *start_body;
-        struct modal_sfilter sf;
         bool state;
         size_t delivered;    /* bytes of the gateway's output handed on */
         struct gw_call *req; /* the start or poll in flight (holds a reference) */
@@ -394,8 +375,6 @@ struct gx {
         backend_kill_cb kill_cb;
         bool kill_pending;
         int code, sig;
-        struct buf hout;
-        struct sbx_error fail;
 };
 
 static void gx_poll(struct gx *x);
@@ -406,13 +385,9 @@ gx_unref(struct gx *x)
 {
         if (--x->refs > 0)
                 return;
-        modal_sandbox_unref(x->base.sb);
-        free(x->exec_id);
+        modal_proc_clear(&x->base);
         free(x->path);
         json_decref(x->start_body);
-        modal_sfilter_free(&x->sf);
-        buf_free(&x->hout);
-        sbx_error_clear(&x->fail);
         free(x);
 }
 
@@ -427,12 +402,7 @@ gx_out_cb(void *ctx, const char *data, size_t len)
 {
         struct gx *x = ctx;
 
-        if (x->helper) {
-                if (x->hout.len + len <= MODAL_HELPER_MAX)
-                        buf_append(&x->hout, data, len);
-        } else if (len) {
-                x->cbs.on_output(x->ctx, BACKEND_STDOUT, data, len);
-        }
+        modal_proc_output(&x->base, BACKEND_STDOUT, data, len);
 }
 
 /* The output so far: hands on what is new. */
@@ -445,7 +415,7 @@ gx_output(struct gx *x, json_t *body)
         if (n <= x->delivered)
                 return;
         if (x->state)
-                modal_sfilter_feed(&x->sf, out + x->delivered, n - x->delivered, gx_out_cb, x);
+                modal_sfilter_feed(&x->base.sf, out + x->delivered, n - x->delivered, gx_out_cb, x);
         else
                 gx_out_cb(x, out + x->delivered, n - x->delivered);
         x->delivered = n;
@@ -455,17 +425,17 @@ static void
 gx_helper_done(struct gx *x)
 {
         struct buf raw = {0}, clean = {0};
+        struct backend_proc *p = &x->base;
 
         /* The helper's stdout came base64-encoded (the gateway's output is JSON text). */
-        for (size_t i = 0; i < x->hout.len; i++)
-                if (!strchr(" \r\n\t", x->hout.data[i]))
-                        buf_append(&clean, &x->hout.data[i], 1);
-        if (!x->fail.code && base64_decode(&raw, clean.data ? clean.data : "", clean.len) < 0)
-                sbx_error_backend(&x->fail, "modal",
-                                  "a helper's output through the gateway is "
-                                  "not base64 (base64 missing in the image?)");
-        x->hcb(x->hctx, x->fail.code ? -1 : x->code, raw.data, raw.len,
-               x->fail.code ? &x->fail : NULL);
+        for (size_t i = 0; i < p->hout.len; i++)
+                if (!strchr(" \r\n\t", p->hout.data[i]))
+                        buf_append(&clean, &p->hout.data[i], 1);
+        if (!p->fail.code && base64_decode(&raw, clean.data ? clean.data : "", clean.len) < 0)
+                sbx_error_backend(&p->fail, "modal",
+                                  "a helper's output through the gateway is not base64 (base64 "
+                                  "missing in the image?)");
+        modal_proc_helper_end(p, x->code, raw.data, raw.len);
         buf_free(&raw);
         buf_free(&clean);
 }
@@ -473,9 +443,6 @@ gx_helper_done(struct gx *x)
 static void
 gx_finish(struct gx *x)
 {
-        struct exec_exit ex = {0};
-        size_t slen = 0;
-
         if (x->done)
                 return;
         x->done = true;
@@ -490,19 +457,13 @@ gx_finish(struct gx *x)
                 uv_close((uv_handle_t *) &x->timer, gx_timer_close_cb);
         }
         if (x->state)
-                modal_sfilter_end(&x->sf, gx_out_cb, x);
+                modal_sfilter_end(&x->base.sf, gx_out_cb, x);
         if (x->kill_pending && x->kill_cb)
                 x->kill_cb(x->kill_ctx, 0, NULL);
-        if (x->helper) {
+        if (x->base.helper)
                 gx_helper_done(x);
-        } else {
-                ex.exit_code = x->code;
-                ex.signal = x->sig;
-                ex.state = modal_sfilter_state(&x->sf, &slen);
-                ex.state_len = slen;
-                ex.error = x->fail.code ? &x->fail : NULL;
-                x->cbs.on_exit(x->ctx, &ex);
-        }
+        else
+                modal_proc_exit(&x->base, x->code, x->sig);
         gx_unref(x);
 }
 
@@ -578,7 +539,7 @@ gx_poll_failed(struct gx *x, long status, json_t *body, const char *error)
                 }
         }
         m = gw_error_text(status, body, error);
-        sbx_error_backend(&x->fail, "modal", "lost the exec through the gateway: %s", m);
+        sbx_error_backend(&x->base.fail, "modal", "lost the exec through the gateway: %s", m);
         free(m);
         x->sig = SIGKILL;
         gx_finish(x);
@@ -640,7 +601,7 @@ gx_start_cb(void *ctx, long status, json_t *body, const char *error)
                 m = gw_error_text(status, body, error);
                 if (status == 409 || status == 404)
                         x->base.sb->gone = true;
-                sbx_error_set(&x->fail, x->base.sb->gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
+                sbx_error_set(&x->base.fail, x->base.sb->gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
                               x->base.sb->gone
                                       ? json_pack("{s:s}", "state", "removed")
                                       : json_pack("{s:s,s:s}", "backend", "modal", "detail", m),
@@ -668,12 +629,9 @@ gx_new(struct backend_sandbox *sb)
         struct gx *x = xcalloc(1, sizeof(*x));
         char id[33];
 
-        x->base.sb = sb;
-        x->base.mops = &modal_managed_ops;
-        modal_sandbox_ref(sb);
-        x->refs = 1;
         util_random_hex(id, 32);
-        x->exec_id = xstrdup(id);
+        modal_proc_init(&x->base, sb, &modal_managed_ops, xstrdup(id));
+        x->refs = 1;
         x->path = xasprintf("/v1/sandboxes/%s/execs/%s", sb->remote_id, id);
         return x;
 }
@@ -693,7 +651,7 @@ gx_body(struct gx *x, const char *cmd, const void *in, size_t inlen, const char 
         } else {
                 line = xasprintf("%s </dev/null", cmd);
         }
-        x->start_body = json_pack("{s:s,s:s,s:I}", "execId", x->exec_id, "command", line,
+        x->start_body = json_pack("{s:s,s:s,s:I}", "execId", x->base.exec_id, "command", line,
                                   "timeoutMs", (json_int_t) modal.max_lifetime_s * 1000);
         if (cwd)
                 json_object_set_new(x->start_body, "cwd", json_string(cwd));
@@ -741,12 +699,11 @@ gx_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
                 return -ENOTSUP;
         }
         x = gx_new(sb);
-        x->cbs = *cbs;
-        x->ctx = ctx;
+        x->base.cbs = *cbs;
+        x->base.ctx = ctx;
         x->state = spec->state_path != NULL;
-        modal_sfilter_init(&x->sf);
-        pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->exec_id);
-        argv = modal_exec_wrap(spec->argv, pidfile, &x->sf, spec->state_path, 1);
+        pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->base.exec_id);
+        argv = modal_exec_wrap(spec->argv, pidfile, &x->base.sf, spec->state_path, 1);
         cmd = gx_command(spec->envp, argv);
         gx_body(x, cmd, spec->stdin_data, spec->stdin_len, spec->cwd ? spec->cwd : sb->workdir);
         free(cmd);
@@ -770,10 +727,10 @@ gx_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t 
                               "rm -f \"$t\"; exit $r",
                               inlen ? "base64 -d |" : "</dev/null", q);
 
-        x->helper = true;
-        x->hcb = cb;
-        x->hctx = ctx;
-        x->start_body = json_pack("{s:s,s:s,s:I}", "execId", x->exec_id, "command", cmd,
+        x->base.helper = true;
+        x->base.hcb = cb;
+        x->base.hctx = ctx;
+        x->start_body = json_pack("{s:s,s:s,s:I}", "execId", x->base.exec_id, "command", cmd,
                                   "timeoutMs", (json_int_t) 600000);
         if (sb->workdir)
                 json_object_set_new(x->start_body, "cwd", json_string(sb->workdir));

@@ -72,12 +72,6 @@ struct backend_sandbox {
         json_t *create_body; /* what was POSTed, for re-adoption by the same key */
 };
 
-/* Common head of both modes' per-exec state. */
-struct backend_proc {
-        struct backend_sandbox *sb;
-        const struct modal_mode_ops *mops;
-};
-
 /* A sandbox create or adopt in progress, shared by both modes. Everything of the spec it
  * needs is copied (the spec is borrowed only for the create call). */
 struct modal_create {
@@ -132,6 +126,16 @@ void modal_sandbox_ref(struct backend_sandbox *sb);
 void modal_sandbox_unref(struct backend_sandbox *sb);
 /* Ends a create/adopt: success when c->err is unset. Frees c. */
 void modal_create_finish(struct modal_create *c);
+/* A destroy in progress, in either mode. */
+struct modal_done {
+        struct backend_sandbox *sb; /* the daemon's reference, dropped at the end */
+        void *ctx;
+        backend_done_cb cb;
+};
+struct modal_done *modal_done_new(struct backend_sandbox *sb, void *ctx, backend_done_cb cb);
+/* The remote sandbox is gone (or why is the failure, for a -32005 error): cb, then frees d
+ * and drops the sandbox. */
+void modal_done_finish(struct modal_done *d, const char *why);
 /* Sets c->err to a -32005 error "what: message" (message redacted already). */
 void modal_create_fail(struct modal_create *c, const char *what, const char *message);
 /* Runs the helper that creates MODAL_STATE_DIR and reports the effective workdir, then
@@ -193,6 +197,34 @@ void modal_sfilter_end(struct modal_sfilter *f, modal_out_fn out, void *ctx);
 void modal_sfilter_free(struct modal_sfilter *f);
 /* The complete blob, or NULL. */
 const char *modal_sfilter_state(const struct modal_sfilter *f, size_t *len);
+
+/* What execs of both modes share: the head of each mode's per-exec state. A user exec hands
+ * its output and exit to the daemon (cbs); a helper collects stdout for hcb. */
+struct backend_proc {
+        struct backend_sandbox *sb; /* referenced */
+        const struct modal_mode_ops *mops;
+        char *exec_id;
+        struct backend_exec_cbs cbs;
+        void *ctx;
+        bool helper;
+        modal_helper_cb hcb;
+        void *hctx;
+        struct buf hout;
+        struct modal_sfilter sf;
+        struct sbx_error fail; /* why it never ran or was lost */
+};
+
+/* Fills the head (takes a reference on sb). */
+void modal_proc_init(struct backend_proc *p, struct backend_sandbox *sb,
+                     const struct modal_mode_ops *mops, char *exec_id /* steals */);
+/* Frees what the head holds (drops the reference on sb). */
+void modal_proc_clear(struct backend_proc *p);
+/* Output bytes: to the daemon, or (helper, stdout only, bounded) collected. */
+void modal_proc_output(struct backend_proc *p, enum backend_stream s, const char *data, size_t len);
+/* The end of a user exec: on_exit with the in-band state and p->fail. */
+void modal_proc_exit(struct backend_proc *p, int exit_code, int sig);
+/* The end of a helper: hcb with its output (or p->fail). */
+void modal_proc_helper_end(struct backend_proc *p, int exit_code, const char *out, size_t len);
 
 /* The argv that runs spec->argv under the wrapper (new, shell_argv_free): it records its pid in
  * pidfile, runs the command, then prints f's marker and the state file (state_path, may be

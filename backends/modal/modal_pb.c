@@ -1,6 +1,7 @@
 /* modal_pb.c — protobuf wire encoding and decoding (varint, length-delimited, fixed32/64). */
 #include "backends/modal/modal_pb.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define PB_MAX_FIELD ((1u << 29) - 1)
@@ -202,6 +203,28 @@ char *
 pb_strdup(const struct pb_field *f)
 {
         return f->wire == PB_LEN ? xstrndup((const char *) f->data, f->len) : xstrdup("");
+}
+
+/* The last string field num. */
+char *
+pb_get_string(const void *msg, size_t len, uint32_t num)
+{
+        struct pb_reader r;
+        struct pb_field f;
+        char *s = NULL;
+
+        pb_reader_init(&r, msg, len);
+        while (pb_next(&r, &f)) {
+                if (f.num == num && f.wire == PB_LEN) {
+                        free(s);
+                        s = pb_strdup(&f);
+                }
+        }
+        if (r.error) {
+                free(s);
+                return NULL;
+        }
+        return s;
 }
 
 /* Reads a nested message. */

@@ -33,7 +33,7 @@ void pb_put_float(struct buf *b, uint32_t field, float v);
 void pb_put_double(struct buf *b, uint32_t field, double v);
 /* A nested message (sub's bytes, borrowed). */
 void pb_put_msg(struct buf *b, uint32_t field, const struct buf *sub);
-/* One map<string,string> entry. */
+/* A message {1: key, 2: value}: a map<string,string> entry, or a pair like Modal's SandboxTag. */
 void pb_put_map_entry(struct buf *b, uint32_t field, const char *key, const char *value);
 
 /* Decoder over one message (borrowed bytes). */
@@ -56,6 +56,9 @@ bool pb_next(struct pb_reader *r, struct pb_field *f);
 /* A PB_LEN field's bytes as a new NUL-terminated string (cut at an embedded NUL); "" for a
  * field of another wire type. */
 char *pb_strdup(const struct pb_field *f);
+/* The string field num of a message (the last occurrence, as protobuf has it), new; NULL when
+ * absent or when the message is malformed. */
+char *pb_get_string(const void *msg, size_t len, uint32_t num);
 /* A PB_LEN field as a nested reader. */
 void pb_sub(const struct pb_field *f, struct pb_reader *sub);
 float pb_float(const struct pb_field *f);

@@ -408,32 +408,11 @@ chan_fetched(struct modal_chan *ch, const struct grpc_status *st, const char *wh
         }
 }
 
-static char *
-pb_first_string(const unsigned char *msg, size_t len, uint32_t num)
-{
-        struct pb_reader rd;
-        struct pb_field f;
-        char *s = NULL;
-
-        pb_reader_init(&rd, msg, len);
-        while (pb_next(&rd, &f)) {
-                if (f.num == num && f.wire == PB_LEN) {
-                        free(s);
-                        s = pb_strdup(&f);
-                }
-        }
-        if (rd.error) {
-                free(s);
-                return NULL;
-        }
-        return s;
-}
-
 static void
 chan_api_token_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
         struct modal_chan *ch = ctx;
-        char *tok = msg ? pb_first_string(msg, len, 1) : NULL;
+        char *tok = msg ? pb_get_string(msg, len, 1) : NULL;
 
         if (tok && *tok)
                 chan_set_token(ch, tok);
@@ -454,8 +433,8 @@ static void
 chan_router_access_cb(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
         struct modal_chan *ch = ctx;
-        char *jwt = msg ? pb_first_string(msg, len, 1) : NULL;
-        char *url = msg ? pb_first_string(msg, len, 2) : NULL;
+        char *jwt = msg ? pb_get_string(msg, len, 1) : NULL;
+        char *url = msg ? pb_get_string(msg, len, 2) : NULL;
         struct grpc_status bad = {GRPC_PERMISSION_DENIED, "", false};
         const char *why = "cannot get command router access (TaskGetCommandRouterAccess)";
 
