@@ -303,6 +303,7 @@ modal_shutdown(void)
         modal.initialised = false;
         /* Calls in flight end now with an error, so whoever waits is told and frees. */
         modal_rpc_shutdown();
+        modal_gateway_shutdown();
         LIST_FOREACH_SAFE(pos, tmp, &modal.sandboxes)
         {
                 struct backend_sandbox *sb = LIST_ENTRY(pos, struct backend_sandbox, link);
@@ -674,6 +675,16 @@ modal_app_name_ok(const char *s)
                strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
+static bool
+modal_image_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        return n && n <= 512 && s[0] != '-' &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@+") ==
+                       n;
+}
+
 /* The sandbox's "modal" section: {mode, app}; anything else is refused. */
 static int
 modal_parse_section(json_t *sec, struct modal_create *c, struct sbx_error *err)
@@ -726,6 +737,13 @@ modal_parse_spec(const struct sandbox_spec *spec, struct modal_create *c, struct
                                 "invalid params: network '%s' is not available on the modal "
                                 "backend (none or bridge)",
                                 net);
+                return -EINVAL;
+        }
+        if (!modal_image_ok(spec->image ? spec->image : modal.image)) {
+                /* It becomes a Dockerfile line ("FROM <image>"): nothing else may ride on it. */
+                sbx_error_param(err, "image",
+                                "invalid params: image must be a registry reference (letters, "
+                                "digits and . _ - / : @ +, at most 512)");
                 return -EINVAL;
         }
         c->block_network = !strcmp(net, "none");

@@ -24,12 +24,17 @@ static const char *const gw_terminal[] = {"completed", "failed", "cancelled", "t
 typedef void (*gw_cb)(void *ctx, long status, json_t *body, const char *error);
 
 struct gw_call {
+        struct list link; /* gw_calls */
         gw_cb cb;
         void *ctx;
         struct http_req *req;
         uv_timer_t timer; /* only to report a call that could not start, on the next turn */
         bool timer_init;
 };
+
+/* Calls in flight: at shutdown each one ends with an error, not silently. */
+static struct list gw_calls = {&gw_calls, &gw_calls};
+static bool gw_stopping;
 
 /* What went wrong, from the transport or the body's error/message/code (new, redacted). */
 static char *
@@ -57,12 +62,26 @@ gw_close_cb(uv_handle_t *h)
 }
 
 static void
+gw_call_free(struct gw_call *c)
+{
+        list_del(&c->link);
+        if (c->timer_init) {
+                uv_timer_stop(&c->timer);
+                uv_close((uv_handle_t *) &c->timer, gw_close_cb);
+        } else {
+                free(c);
+        }
+}
+
+static void
 gw_nostart_cb(uv_timer_t *t)
 {
         struct gw_call *c = t->data;
 
-        c->cb(c->ctx, 0, NULL, "cannot start an HTTP request (is libcurl installed?)");
-        uv_close((uv_handle_t *) &c->timer, gw_close_cb);
+        c->cb(c->ctx, 0, NULL,
+              gw_stopping ? "the daemon is shutting down"
+                          : "cannot start an HTTP request (is libcurl installed?)");
+        gw_call_free(c);
 }
 
 static void
@@ -73,6 +92,7 @@ gw_done_cb(void *ctx, struct http_req *req, const struct http_result *res)
         json_t *body =
                 res->body_len ? json_loadb(res->body, res->body_len, JSON_ALLOW_NUL, NULL) : NULL;
 
+        list_del(&c->link);
         c->cb(c->ctx, res->error ? 0 : res->status, body, res->error);
         json_decref(body);
         free(c);
@@ -102,7 +122,8 @@ gw_call(const char *method, const char *path, json_t *body, const char *idem_key
 
         c->cb = cb;
         c->ctx = ctx;
-        if (http_request(modal.http, &s, &cbs, c, &c->req) < 0) {
+        list_add_tail(&gw_calls, &c->link);
+        if (gw_stopping || http_request(modal.http, &s, &cbs, c, &c->req) < 0) {
                 c->req = NULL;
                 uv_timer_init(modal.loop, &c->timer);
                 c->timer.data = c;
@@ -120,13 +141,23 @@ gw_call(const char *method, const char *path, json_t *body, const char *idem_key
 static void
 gw_cancel(struct gw_call *c)
 {
-        if (c->timer_init) {
-                uv_timer_stop(&c->timer);
-                uv_close((uv_handle_t *) &c->timer, gw_close_cb);
-                return;
+        if (!c->timer_init)
+                http_cancel(c->req);
+        gw_call_free(c);
+}
+
+/* Daemon shutdown: every call in flight ends now with an error; later ones fail at once. */
+void
+modal_gateway_shutdown(void)
+{
+        gw_stopping = true;
+        while (!list_empty(&gw_calls)) {
+                struct gw_call *c = LIST_ENTRY(gw_calls.next, struct gw_call, link);
+                gw_cb cb = c->cb;
+                void *ctx = c->ctx;
+                gw_cancel(c);
+                cb(ctx, 0, NULL, "the daemon is shutting down");
         }
-        http_cancel(c->req);
-        free(c);
 }
 
 /* ---- readiness ---- */
@@ -530,7 +561,7 @@ gx_poll_failed(struct gx *x, long status, json_t *body, const char *error)
 
         if (status == 409 || status == 404)
                 x->base.sb->gone = status == 409;
-        if (status != 404 && status != 409) {
+        if (status != 404 && status != 409 && !gw_stopping) {
                 if (!x->failing_since)
                         x->failing_since = now;
                 if (now - x->failing_since < GW_FAIL_WINDOW) {
@@ -595,7 +626,8 @@ gx_start_cb(void *ctx, long status, json_t *body, const char *error)
                         gx_finish(x);
                 else
                         gx_later(x, gx_delay(x));
-        } else if ((!status || status >= 500) && ++x->start_tries < GW_START_TRIES) {
+        } else if ((!status || status >= 500) && ++x->start_tries < GW_START_TRIES &&
+                   !gw_stopping) {
                 gx_later(x, 100u << x->start_tries); /* same execId: the gateway dedups */
         } else {
                 m = gw_error_text(status, body, error);

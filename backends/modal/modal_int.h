@@ -170,6 +170,8 @@ void modal_dexec_helper(struct backend_sandbox *sb, char *const *argv, const voi
 /* modal_gateway.c */
 /* The readiness check (cached MODAL_READY_TTL_MS); cb when known. */
 void modal_gateway_check(void *ctx, void (*cb)(void *ctx));
+/* Daemon shutdown: gateway calls in flight end with an error. */
+void modal_gateway_shutdown(void);
 
 /* modal_exec.c: what execs of both modes share. */
 

