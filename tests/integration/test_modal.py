@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -307,18 +308,21 @@ class ModalDirect(unittest.TestCase):
         self.assertEqual(out["data"], "one two\ndone\n")
 
     def test_timeout_kills_the_command_not_the_sandbox(self):
-        r = self.exec(command="sleep 30 & echo started; wait", timeout_s=1)
+        # Durations no other process on this machine has, to find ours in ps.
+        t1, t2 = "30.%06d" % random.randrange(10**6), "300.%06d" % random.randrange(10**6)
+        r = self.exec(command="sleep %s & echo started; wait" % t1, timeout_s=1)
         self.assertTrue(r["timed_out"], r)
         self.assertEqual(r["stdout"], "started\n")
         self.assertTrue(self.remote()["running"], "the sandbox was terminated")
         r = self.exec(command="echo alive")
         self.assertEqual(r["stdout"], "alive\n")
-        b = self.exec(command="sleep 300", background=True)
+        b = self.exec(command="sleep %s" % t2, background=True)
         k = self.c.call("process.kill", {"exec_id": b["exec_id"], "grace_ms": 200}, timeout=30)
         self.assertEqual((k["killed"], k["survivors"]), (True, 0))
         self.assertTrue(self.remote()["running"])
         # Nothing of either tree is left on the fake's machine.
-        ps = self.exec(argv=["sh", "-c", "ps -eo args | grep -c '^sleep 30[0]*$' || true"])
+        ps = self.exec(argv=["sh", "-c", "ps -eo args | grep -c -e '^sleep %s$' -e '^sleep %s$' "
+                             "|| true" % (t1, t2)])
         self.assertEqual(ps["stdout"].strip(), "0")
 
     def test_link_dropped_mid_exec_loses_nothing(self):

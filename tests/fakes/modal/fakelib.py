@@ -23,6 +23,24 @@ def load_protos():
     return modal_api_pb2, task_command_router_pb2
 
 
+def _uptime_ticks():
+    with open("/proc/uptime") as f:
+        return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")) + 1
+
+
+def _sessions():
+    """(pid, session id, start time in ticks) of every process."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        yield int(d), int(fields[3]), int(fields[19])
+
+
 class LocalProcess:
     """A command run on this machine for a fake sandbox: output kept in full (readable from any
     offset), stdin fed on demand, its own session so a kill reaches the whole tree."""
@@ -35,6 +53,7 @@ class LocalProcess:
         self.exit_signal = None
         self.stdin_offset = 0
         self.stdin_closed = False
+        self.reaped_ticks = None
         self.proc = subprocess.Popen(
             argv, cwd=cwd, env=env, shell=shell, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -65,6 +84,7 @@ class LocalProcess:
     def _reap(self):
         rc = self.proc.wait()
         with self.cond:
+            self.reaped_ticks = _uptime_ticks()
             if rc < 0:
                 self.exit_signal = -rc
             else:
@@ -109,10 +129,23 @@ class LocalProcess:
             return self.done()
 
     def kill(self, sig=signal.SIGKILL):
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        """Kills what is left of the session. Once the leader is reaped its pid may be reused
+        (pid_max can be 32768): then only members of its session that started before it was
+        reaped are ours, found in /proc; never a stale process group."""
+        with self.cond:
+            reaped = self.reaped_ticks
+        if reaped is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+        for pid, sid, start in _sessions():
+            if sid == self.proc.pid and start <= reaped:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 class Control:
