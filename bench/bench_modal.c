@@ -73,6 +73,20 @@ fake_stop(struct fake *f)
 {
         kill(f->pid, SIGTERM);
         waitpid(f->pid, NULL, 0);
+        f->pid = 0;
+}
+
+/* An exit(1) on the way must not leave the fake or the daemon running. */
+static struct fake *cleanup_fake;
+static struct bd *cleanup_bd;
+
+static void
+cleanup(void)
+{
+        if (cleanup_bd && cleanup_bd->pid > 0)
+                kill(cleanup_bd->pid, SIGTERM);
+        if (cleanup_fake && cleanup_fake->pid > 0)
+                fake_stop(cleanup_fake);
 }
 
 /* GET /state of the fake's control port (plain HTTP/1.0, blocking): new object or NULL. */
@@ -299,6 +313,9 @@ main(void)
                        "protobuf-compiler missing? scripts/install-deps.sh --test)\n");
                 return 0;
         }
+        cleanup_fake = &f;
+        cleanup_bd = &d;
+        atexit(cleanup);
         url = xasprintf("http://127.0.0.1:%d", f.api);
         env[0] = "MODAL_TOKEN_ID=" TOKEN_ID;
         env[1] = "MODAL_TOKEN_SECRET=" TOKEN_SECRET;
@@ -331,6 +348,7 @@ main(void)
         json_decref(bd_call(&d, "sandbox.destroy", json_pack("{s:s}", "id", "b")));
         json_decref(sb);
         bd_stop(&d);
+        d.pid = 0;
         fake_stop(&f);
         free(env[2]);
         free(url);

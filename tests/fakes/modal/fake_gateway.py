@@ -50,7 +50,9 @@ class Exec:
         self.cancelled = False
         self.timed_out = False
         if timeout_ms:
-            threading.Timer(timeout_ms / 1000.0, self.expire).start()
+            t = threading.Timer(timeout_ms / 1000.0, self.expire)
+            t.daemon = True
+            t.start()
 
     def expire(self):
         if not self.proc.done():
@@ -200,7 +202,7 @@ def handler_class(gw):
                 cwd = body.get("cwd") or root
                 os.makedirs(cwd, exist_ok=True)
                 gw.sandboxes[sid] = {"status": "running", "create": body, "root": root,
-                                     "cwd": cwd, "execs": {}}
+                                     "cwd": cwd, "execs": {}, "files": set()}
                 gw.keys[key] = sid
             self.reply(200, {"id": sid, "status": "running"})
 
@@ -225,6 +227,7 @@ def handler_class(gw):
                 stdin = body.get("stdinData")
                 proc.write_stdin(0, stdin.encode() if isinstance(stdin, str) else b"", True)
                 ex = sb["execs"][exec_id] = Exec(proc, body.get("timeoutMs") or 0)
+                sb["files"] |= fakelib.state_files(command)
             self.reply(200, ex.body(exec_id))
 
         def cancel(self, body, sid, exec_id):
@@ -246,6 +249,7 @@ def handler_class(gw):
             sb["status"] = "terminated"
             for ex in sb["execs"].values():
                 ex.proc.kill()
+            fakelib.remove_state_files(sb["files"])
             shutil.rmtree(sb["root"], ignore_errors=True)
             gw.ctl.count("terminates")
             self.reply(200, {"id": sid, "status": "terminated"})
@@ -266,11 +270,13 @@ def main():
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
-    stop.wait()
+    fakelib.serve_until_stopped(stop)
     for sb in gw.sandboxes.values():
         for ex in sb["execs"].values():
             ex.proc.kill()
+        fakelib.remove_state_files(sb["files"])
         shutil.rmtree(sb["root"], ignore_errors=True)
+    os._exit(0)  # the exec timers are threads: do not wait for them
 
 
 if __name__ == "__main__":

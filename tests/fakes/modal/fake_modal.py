@@ -74,12 +74,14 @@ class Sandbox:
         self.definition = definition
         self.result = None  # GenericResult once finished
         self.execs = {}
+        self.files = set()  # what the execs' command lines name below /tmp/.sandboxd
 
     def terminate(self, status=GR.GENERIC_STATUS_TERMINATED):
         if self.result is None:
             self.result = GR(status=status)
         for p in self.execs.values():
             p.kill()
+        fakelib.remove_state_files(self.files)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -301,8 +303,11 @@ class Fake:
             except OSError as e:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "cannot run: %s" % e)
             sb.execs[req.exec_id] = p
+            sb.files |= fakelib.state_files(" ".join(req.command_args))
         if req.HasField("timeout_secs") and req.timeout_secs:
-            threading.Timer(req.timeout_secs, p.kill).start()
+            t = threading.Timer(req.timeout_secs, p.kill)
+            t.daemon = True
+            t.start()
         return tcr.TaskExecStartResponse()
 
     def TaskExecStdioRead(self, req, context):
@@ -389,7 +394,7 @@ def main():
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
-    stop.wait()
+    fakelib.serve_until_stopped(stop)
     for sb in list(fake.sandboxes.values()):
         sb.terminate()
     api_srv.stop(0)

@@ -2,6 +2,7 @@
 for sandbox commands, the control endpoint tests use for failure injection."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,6 +11,32 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Where sandboxd's wrapper keeps pid and state files inside a sandbox; a fake's "sandbox" is this
+# machine, so the fake removes what its commands left there (a killed wrapper cannot).
+STATE_FILES = re.compile(r"/tmp/\.sandboxd/[\w.-]+")
+
+
+def state_files(text):
+    """Paths below /tmp/.sandboxd a command line names."""
+    return set(STATE_FILES.findall(text))
+
+
+def remove_state_files(paths):
+    for p in paths:
+        for f in (p, p + ".tmp"):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+
+
+def serve_until_stopped(stop):
+    """Waits for SIGTERM/SIGINT (stop is set) or for the parent to die (a crashed test must
+    not leave a fake behind)."""
+    parent = os.getppid()
+    while not stop.wait(1.0):
+        if os.getppid() != parent:
+            return
 
 
 def load_protos():
