@@ -3,6 +3,7 @@ for sandbox commands, the control endpoint tests use for failure injection."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,8 +46,12 @@ def load_protos():
     subprocess.run(["protoc", "-I", HERE, "--python_out", out, "modal_api.proto",
                     "task_command_router.proto"], check=True)
     sys.path.insert(0, out)
-    import modal_api_pb2
-    import task_command_router_pb2
+    try:
+        import modal_api_pb2
+        import task_command_router_pb2
+    finally:
+        sys.path.remove(out)
+        shutil.rmtree(out, ignore_errors=True)  # imported: the files are not needed any more
     return modal_api_pb2, task_command_router_pb2
 
 
