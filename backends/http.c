@@ -678,6 +678,8 @@ http_escape(const char *s)
                         buf_append(&b, e, 3);
                 }
         }
-        buf_reserve(&b, 0);
+        /* buf_append terminates even when nothing was appended: buf_reserve alone leaves an
+         * empty input's buffer unterminated. */
+        buf_append(&b, "", 0);
         return b.data;
 }

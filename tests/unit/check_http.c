@@ -319,6 +319,13 @@ START_TEST(test_shared_multi_and_escape)
 
         ck_assert_ptr_eq(a, b);
         ck_assert_str_eq(e, "a%20b/c%3Fd%3D%22e%22");
+        free(e);
+        /* An empty string (an empty volume name or image) gives a terminated empty string. */
+        e = http_escape("");
+        ck_assert_str_eq(e, "");
+        free(e);
+        e = http_escape("\xff\x01");
+        ck_assert_str_eq(e, "%FF%01");
         /* libcurl is set up by the first request, not by acquiring the handle. */
         ck_assert(!http_curl_initialised());
         free(e);
