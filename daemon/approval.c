@@ -302,17 +302,22 @@ approval_isolated_allowed(const char *backend)
 
 /* Settles r without asking anyone: 1 allow, 0 deny, -1 ask the client. */
 static int
-approval_quick(struct conn *c, struct sandbox *sb, bool host_access, const char *backend,
+approval_quick(struct conn *c, struct sandbox *sb, bool host_access, json_t *info,
                const struct policy_result *r, const char **resolution)
 {
+        const char *backend = json_string_value(json_object_get(info, "backend"));
+        const char *kind = json_string_value(json_object_get(info, "kind"));
+
         *resolution = "policy";
         if (r->verdict == POLICY_ALLOW)
                 return 1;
         if (r->verdict == POLICY_DENY)
                 return 0;
         /* As in the system we replace, an isolated sandbox may run what would be asked about;
-         * DENY above applies everywhere. */
-        if (!host_access && approval_isolated_allowed(backend))
+         * DENY above applies everywhere. A finding about the sandbox's own spec is not a
+         * command inside an isolated sandbox: it decides what the isolation is. */
+        if (!host_access && approval_isolated_allowed(backend) &&
+            (!kind || strcmp(kind, "sandbox") != 0))
                 return 1;
         *resolution = "user";
         if ((sb && policy_approval_covers(r, sb->approvals)) ||
@@ -497,8 +502,7 @@ approval_decide(struct conn *c, struct sandbox *sb, bool host_access, json_t *in
 {
         json_t *rec = approval_audit_base(c, info, r);
         const char *resolution;
-        int q = approval_quick(c, sb, host_access,
-                               json_string_value(json_object_get(info, "backend")), r, &resolution);
+        int q = approval_quick(c, sb, host_access, info, r, &resolution);
 
         if (q >= 0) {
                 json_decref(info);

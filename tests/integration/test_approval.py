@@ -617,6 +617,23 @@ class AskIsolated(unittest.TestCase):
         self.assertNotIsInstance(r, RpcError)
         self.assertEqual(a.requests, [])
 
+    def test_spec_ask_is_never_isolated(self):
+        """ask_isolated is for commands inside an isolated sandbox: an ASK about the sandbox's
+        own spec (ports on every host interface, no host access) is asked."""
+        d = Daemon("[backend.docker]\nimage = %s\n" % IMAGE)
+        self.addCleanup(lambda: d.proc.poll() is None and d.stop())
+        a = Answers({"decision": "deny"})
+        c = d.client(on_request=a)
+        with self.assertRaises(RpcError) as cm:
+            c.call("sandbox.create", {"backend": "docker", "docker": {"host_config": {
+                "PublishAllPorts": True}}}, timeout=120)
+        self.assertEqual(cm.exception.code, -32001)
+        self.assertEqual(cm.exception.data["resolution"], "user")
+        self.assertEqual([r["kind"] for r in a.requests], ["sandbox"])
+        self.assertEqual(c.call("sandbox.list", {"backend": "docker"})["sandboxes"], [])
+        c.close()
+        d.stop()
+
     def test_bad_value_refused(self):
         d = None
         with self.assertRaises(AssertionError) as cm:
