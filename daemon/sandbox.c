@@ -495,6 +495,36 @@ sandbox_validate(json_t *p, struct sbx_error *err)
         return 0;
 }
 
+/* A request for an existing sandbox by name gets it only when it asks for the same thing: the
+ * same backend (an omitted one is the default, so a docker sandbox asked for by the name of a
+ * local one, or the reverse, is not handed out), and every other param it gives as the
+ * sandbox has it. Params it leaves out are not compared ("get by name"). */
+static int
+sandbox_reuse_check(struct sandbox *sb, json_t *params, const struct backend_ops *ops,
+                    struct sbx_error *err)
+{
+        const char *k, *diff = NULL;
+        json_t *v;
+
+        if (sb->ops != ops) {
+                sbx_error_param(err, "name",
+                                "invalid params: a sandbox named '%s' already exists with backend "
+                                "'%s', not '%s'; destroy it first or choose another name",
+                                sb->name, sb->ops->name, ops->name);
+                return -EINVAL;
+        }
+        json_object_foreach(params, k, v) if (!diff && strcmp(k, "backend") != 0 &&
+                                              !json_equal(v, json_object_get(sb->spec, k))) diff =
+                k;
+        if (!diff)
+                return 0;
+        sbx_error_param(err, "name",
+                        "invalid params: a sandbox named '%s' already exists with a different "
+                        "'%s'; destroy it first or choose another name",
+                        sb->name, diff);
+        return -EINVAL;
+}
+
 /* A new registered sandbox in state CREATING for params (borrowed); id, owner and name are
  * the caller's to fill. */
 static struct sandbox *
@@ -628,6 +658,8 @@ sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void 
         }
         sb = name ? sandbox_find(conn_uid(c), name) : NULL;
         if (sb && sb->owner == conn_uid(c)) {
+                if (sandbox_reuse_check(sb, params, ops, &err) < 0)
+                        goto fail;
                 *reused = true;
                 if (sb->state == SANDBOX_CREATING)
                         sandbox_add_waiter(sb, cb, ctx);

@@ -433,6 +433,23 @@ class Processes(DaemonTest):
 
 
 class Sandboxes(DaemonTest):
+    def test_name_reused_only_for_the_same_backend_and_params(self):
+        first = self.c.call("sandbox.create", {"name": "twin", "backend": "local"})
+        # by name only: the default backend is local, so that asks for the same thing
+        for params in ({"name": "twin"}, {"name": "twin", "backend": "local"}):
+            again = self.c.call("sandbox.create", params)
+            self.assertTrue(again["reused"])
+            self.assertEqual(again["id"], first["id"])
+        # a docker sandbox asked for by the name of a local one is not the local one
+        for params, what in (({"name": "twin", "backend": "docker"}, "backend 'local'"),
+                             ({"name": "twin", "workdir": "/tmp"}, "'workdir'")):
+            with self.subTest(params=params):
+                e = self.assertRpcError(-32602, "sandbox.create", params, param="name")
+                self.assertIn(what, e.message)
+        self.assertEqual([s["backend"] for s in self.c.call("sandbox.list")["sandboxes"]
+                          if s["name"] == "twin"], ["local"])
+        self.c.call("sandbox.destroy", {"id": first["id"]})
+
     def test_create_reuse_list_get_destroy(self):
         a = self.c.call("sandbox.create", {"name": "box", "env": {"X": "1"},
                                            "labels": {"k": "v"}})
