@@ -482,6 +482,7 @@ docker_free_config(void)
         free(docker.default_network);
         free(docker.tmp_size);
         free(docker.instance);
+        free(docker.runtime);
         free(docker.agent);
         free(docker.agent_note);
 }
@@ -572,6 +573,7 @@ docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         docker.default_network = docker_cfg_str(config, "network", NULL, "none");
         docker.tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
         docker.instance = docker_cfg_str(config, "instance", NULL, NULL);
+        docker.runtime = docker_cfg_str(config, "runtime", NULL, NULL);
         if (docker_cfg_agent(config, err) < 0 || docker_parse_host(err) < 0)
                 return -EINVAL;
         docker.http = http_multi_acquire(loop);
@@ -895,27 +897,6 @@ docker_is_agent_mount(const char *dst, const char *src)
                strcmp(src, docker.agent) == 0;
 }
 
-/* The container's HostConfig (new copy) without the daemon's own agent mount. */
-static json_t *
-docker_real_hc(json_t *hc)
-{
-        json_t *copy = json_deep_copy(hc), *mounts = json_object_get(copy, "Mounts"), *m;
-        char real[PATH_MAX];
-        size_t i;
-
-        json_array_foreach(mounts, i, m)
-        {
-                const char *src = json_string_value(json_object_get(m, "Source"));
-                if (src && realpath(src, real) &&
-                    docker_is_agent_mount(json_string_value(json_object_get(m, "Target")), real) &&
-                    json_is_true(json_object_get(m, "ReadOnly"))) {
-                        json_array_remove(mounts, i);
-                        break;
-                }
-        }
-        return copy;
-}
-
 /* How many of an adopted container's mounts show something of the host: all but the
  * read-only agent of a container made with one (by this daemon, perhaps from another path
  * before an upgrade). */
@@ -960,9 +941,12 @@ docker_real_spec(json_t *insp)
                                                         "source", src, "target", dst, "readonly",
                                                         !json_is_true(json_object_get(m, "RW"))));
         }
-        return json_pack("{s:s,s:s?,s:o,s:{s:o}}", "backend", "docker", "network",
-                         json_string_value(json_object_get(hc, "NetworkMode")), "mounts", mounts,
-                         "docker", "host_config", docker_real_hc(hc));
+        /* The other HostConfig fields are what was sent (and judged), plus Docker's defaults
+         * for the ones not sent: what can differ from the judged spec is what the mounts
+         * resolved to, so that is what is judged again. */
+        return json_pack("{s:s,s:o,s:{s:{s:s?}}}", "backend", "docker", "mounts", mounts, "docker",
+                         "host_config", "NetworkMode",
+                         json_string_value(json_object_get(hc, "NetworkMode")));
 }
 
 /* A bind whose source resolves elsewhere than approved (a swapped symlink) fails the create. */
@@ -1306,6 +1290,29 @@ docker_mount(struct docker_create *c, json_t *m, json_t *out, struct sbx_error *
         return 0;
 }
 
+/* Volumes Docker creates for a sandbox carry its owner's uid: an unprivileged caller may mount
+ * only volumes with its own (policy/container_mounts.c). */
+static void
+docker_label_volumes(json_t *mounts, const struct sandbox_spec *spec)
+{
+        json_t *m, *vo, *labels;
+        size_t i;
+
+        json_array_foreach(mounts, i, m)
+        {
+                const char *t = json_string_value(json_object_get(m, "Type"));
+                if (!t || strcmp(t, "volume") != 0)
+                        continue;
+                if (!json_is_object(vo = json_object_get(m, "VolumeOptions")))
+                        json_object_set_new(m, "VolumeOptions", vo = json_object());
+                if (!json_is_object(labels = json_object_get(vo, "Labels")))
+                        json_object_set_new(vo, "Labels", labels = json_object());
+                json_object_set_new(
+                        labels, "sandboxd.owner",
+                        json_sprintf("%u", spec->owner ? (unsigned) spec->owner->uid : 0u));
+        }
+}
+
 static json_t *
 docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, struct sbx_error *err)
 {
@@ -1345,8 +1352,13 @@ docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, str
         /* Exec output travels over the attach stream; a log driver would keep a copy of it. */
         if (docker.agent)
                 json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", "none"));
-        /* docker.host_config merges over the defaults, key by key. */
-        json_object_update(hc, json_object_get(spec->section, "host_config"));
+        if (docker.runtime)
+                json_object_set_new(hc, "Runtime", json_string(docker.runtime));
+        /* docker.host_config merges over the defaults, key by key (a copy: the spec is the
+         * sandbox's and stays as it was given). */
+        json_t *over = json_deep_copy(json_object_get(spec->section, "host_config"));
+        json_object_update(hc, over);
+        json_decref(over);
         return hc;
 }
 
@@ -1401,6 +1413,21 @@ docker_body_agent(json_t *body, json_t *hc)
         json_object_set_new(body, "Tty", json_false());
 }
 
+/* What the read-back (docker_check_policy) compares the created container with: the mounts and
+ * the network as requested (copies: the owner labels and the agent's mount added after this
+ * are the daemon's own). */
+static json_t *
+docker_requested(json_t *hc)
+{
+        static const char *const keys[] = {"Mounts", "Binds", "NetworkMode", "VolumeDriver", NULL};
+        json_t *rhc = json_object(), *v;
+
+        for (const char *const *k = keys; *k; k++)
+                if ((v = json_object_get(hc, *k)))
+                        json_object_set_new(rhc, *k, json_deep_copy(v));
+        return json_pack("{s:s,s:{s:o}}", "backend", "docker", "docker", "host_config", rhc);
+}
+
 static json_t *
 docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx_error *err)
 {
@@ -1421,11 +1448,8 @@ docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx
                          "Labels", docker_labels(spec), "HostConfig", hc);
         if (spec->workdir)
                 json_object_set_new(body, "WorkingDir", json_string(spec->workdir));
-        /* A copy: the agent's mount below must not enter what the policy approved. */
-        c->requested = json_pack("{s:s,s:s?,s:o,s:{s:o}}", "backend", "docker", "network",
-                                 json_string_value(json_object_get(hc, "NetworkMode")), "mounts",
-                                 json_deep_copy(json_object_get(hc, "Mounts")), "docker",
-                                 "host_config", json_deep_copy(hc));
+        c->requested = docker_requested(hc);
+        docker_label_volumes(json_object_get(hc, "Mounts"), spec);
         if (docker.agent)
                 docker_body_agent(body, hc);
         return body;
@@ -1594,109 +1618,7 @@ docker_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb)
         free(path);
 }
 
-/* ---- named volumes and orphans ---- */
-
-struct docker_vols {
-        json_t *out;
-        int pending;
-        void *ctx;
-        void (*cb)(void *ctx, json_t *volumes, const struct sbx_error *err);
-        struct sbx_error err;
-};
-
-static void
-docker_vols_finish(struct docker_vols *v)
-{
-        if (--v->pending > 0)
-                return;
-        if (v->err.code)
-                v->cb(v->ctx, NULL, &v->err);
-        else
-                v->cb(v->ctx, json_incref(v->out), NULL); /* new, as docker.h says */
-        json_decref(v->out);
-        sbx_error_clear(&v->err);
-        free(v);
-}
-
-struct docker_vol_one {
-        struct docker_vols *v;
-        char *name;
-};
-
-static void
-docker_vol_cb(void *ctx, long status, json_t *body, const char *raw, size_t len, const char *terr)
-{
-        struct docker_vol_one *o = ctx;
-
-        if (status == 200 && body)
-                json_object_set(o->v->out, o->name, body);
-        else if (status != 404 && !o->v->err.code)
-                docker_error(&o->v->err, "inspect volume", status, body, terr);
-        docker_vols_finish(o->v);
-        free(o->name);
-        free(o);
-}
-
-static void
-docker_vols_names(json_t *spec, json_t *names)
-{
-        json_t *hc = json_object_get(json_object_get(spec, "docker"), "host_config"), *m;
-        size_t i;
-
-        json_array_foreach(json_object_get(spec, "mounts"), i, m)
-        {
-                const char *t = json_string_value(json_object_get(m, "type"));
-                const char *s = json_string_value(json_object_get(m, "source"));
-                if (t && s && strcmp(t, "volume") == 0)
-                        json_object_set_new(names, s, json_true());
-        }
-        json_array_foreach(json_object_get(hc, "Mounts"), i, m)
-        {
-                const char *t = json_string_value(json_object_get(m, "Type"));
-                const char *s = json_string_value(json_object_get(m, "Source"));
-                if (t && s && strcmp(t, "volume") == 0)
-                        json_object_set_new(names, s, json_true());
-        }
-        json_array_foreach(json_object_get(hc, "Binds"), i, m)
-        {
-                const char *b = json_string_value(m), *colon = b ? strchr(b, ':') : NULL;
-                if (colon && b[0] != '/' && colon > b) {
-                        char *n = xstrndup(b, (size_t) (colon - b));
-                        json_object_set_new(names, n, json_true());
-                        free(n);
-                }
-        }
-}
-
-/* Inspects every named volume the spec mentions. */
-void
-docker_inspect_volumes(json_t *spec, void *ctx,
-                       void (*cb)(void *ctx, json_t *volumes, const struct sbx_error *err))
-{
-        struct docker_vols *v = xcalloc(1, sizeof(*v));
-        json_t *names = json_object(), *x;
-        const char *name;
-
-        v->out = json_object();
-        v->ctx = ctx;
-        v->cb = cb;
-        v->pending = 1;
-        docker_vols_names(spec, names);
-        json_object_foreach(names, name, x)
-        {
-                struct docker_vol_one *o = xcalloc(1, sizeof(*o));
-                char *q = http_escape(name), *path = xasprintf("/volumes/%s", q);
-                o->v = v;
-                o->name = xstrdup(name);
-                v->pending++;
-                if (docker_call("GET", path, NULL, NULL, 0, NULL, docker_vol_cb, o) < 0)
-                        docker_vol_cb(o, 0, NULL, NULL, 0, "docker backend not initialised");
-                free(path);
-                free(q);
-        }
-        json_decref(names);
-        docker_vols_finish(v);
-}
+/* ---- orphans ---- */
 
 struct docker_reap {
         int pending, removed;

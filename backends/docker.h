@@ -11,13 +11,15 @@
 
 extern const struct backend_ops docker_backend_ops;
 
-/* Named-volume inspection for the policy's container checks, before create. spec is the
- * sandbox.create params object (borrowed): volume names come from mounts[] entries of type
- * "volume" and from docker.host_config Mounts (Type "volume") and Binds ("name:/target").
- * cb gets a new object name -> GET /volumes/{name} body (volumes that do not exist are left
- * out: Docker would create them empty), or NULL and err. Needs init() first. */
-void docker_inspect_volumes(json_t *spec, void *ctx,
-                            void (*cb)(void *ctx, json_t *volumes, const struct sbx_error *err));
+/* What the policy's container checks need before a create. spec is the sandbox.create params
+ * object (borrowed): named volumes come from mounts[] entries of type "volume", from
+ * docker.host_config Mounts (Type "volume") and Binds ("name:/target"), containers from
+ * VolumesFrom, and then the volumes those containers mount. cb gets a new object
+ * {"volumes": {name: GET /volumes/{name} body}, "containers": {name: GET
+ * /containers/{name}/json body}} (what does not exist is left out: Docker would create a
+ * volume empty, and refuse a missing container), or NULL and err. Needs init() first. */
+void docker_inspect_spec(json_t *spec, void *ctx,
+                         void (*cb)(void *ctx, json_t *facts, const struct sbx_error *err));
 
 /* Removes (force) containers labelled sandboxd=1 (and sandboxd.instance=<instance> when the
  * config sets "instance") whose sandboxd.sandbox label is not in known_ids (NULL-terminated,

@@ -36,6 +36,7 @@ struct docker_state {
         char *default_network;
         char *tmp_size;   /* tmpfs /tmp size option */
         char *instance;   /* optional sandboxd.instance label */
+        char *runtime;    /* HostConfig.Runtime of new containers, NULL: dockerd's default */
         char *agent;      /* realpath of sandboxd-agent, NULL: every exec is a `docker exec` */
         char *agent_note; /* why there is no agent, for backend.list */
         struct list sandboxes;

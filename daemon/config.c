@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "backends/backend.h"
+#include "policy/policy.h"
 #include "protocol/util.h"
 
 enum config_type {
@@ -106,6 +107,9 @@ static const struct {
         {"docker", "instance", CB_STR},
         {"docker", "agent", CB_BOOL_OR_STR},
         {"docker", "recreate", CB_BOOL},
+        {"docker", "runtime", CB_STR},
+        {"docker", "unchecked_host_config_fields", CB_STR},
+        {"docker", "volume_drivers", CB_STR},
         /* backends/modal/modal.c checks the values further (modes, URLs, the token file). */
         {"modal", "mode", CB_STR},
         {"modal", "app", CB_STR},
@@ -428,6 +432,22 @@ config_check_ask_isolated(const struct config *c, const char *path, struct sbx_e
         return 0;
 }
 
+/* [backend.docker] unchecked_host_config_fields and volume_drivers: see docs/policy.md. */
+static int
+config_check_docker_policy(const struct config *c, const char *path, struct sbx_error *err)
+{
+        json_t *sec = json_object_get(c->backends, "docker");
+        struct sbx_error e = {0};
+
+        if (policy_container_config_check(
+                    json_string_value(json_object_get(sec, "unchecked_host_config_fields")),
+                    json_string_value(json_object_get(sec, "volume_drivers")), &e) == 0)
+                return 0;
+        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s: [backend.docker] %s", path, e.message);
+        sbx_error_clear(&e);
+        return -EINVAL;
+}
+
 /* Loads the file over the defaults. */
 int
 config_load(const char *path, bool required, struct config **ret, struct sbx_error *err)
@@ -458,7 +478,8 @@ config_load(const char *path, bool required, struct config **ret, struct sbx_err
                 config_free(p.c);
                 return -EINVAL;
         }
-        if (config_check_ask_isolated(p.c, path, err) < 0) {
+        if (config_check_ask_isolated(p.c, path, err) < 0 ||
+            config_check_docker_policy(p.c, path, err) < 0) {
                 config_free(p.c);
                 return -EINVAL;
         }

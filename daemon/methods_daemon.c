@@ -9,6 +9,7 @@
 #include "daemon/methods.h"
 #include "daemon/proc.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_policy.h"
 #include "daemon/server.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
@@ -124,7 +125,13 @@ probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t
                 json_object_set_new(e, "reason", json_string(reason));
         if (!available && hint)
                 json_object_set_new(e, "hint", json_string(hint));
-        json_object_set_new(e, "details", details ? details : json_object());
+        if (!details)
+                details = json_object();
+        /* What the operator accepts beyond the container checks' allowlist. */
+        json_t *op = sandbox_policy_operator(json_string_value(json_object_get(e, "name")));
+        if (op)
+                json_object_set_new(details, "spec_policy", op);
+        json_object_set_new(e, "details", details);
         free(o);
         if (--a->pending == 0)
                 probe_done(a);
@@ -180,6 +187,21 @@ method_backend_list(struct rpc_req *req)
         probe_start(req, false);
 }
 
+/* The answer of policy.check: the verdict, or -32602 for a spec that cannot be judged. Clears
+ * r. */
+static void
+policy_check_reply(struct rpc_req *req, struct policy_result *r, bool host_access)
+{
+        if (r->invalid.code)
+                rpc_error(req, &r->invalid);
+        else
+                rpc_result(req,
+                           json_pack("{s:s,s:o,s:b}", "verdict", policy_verdict_name(r->verdict),
+                                     "findings", policy_findings_json(r), "host_access",
+                                     r->host_access || host_access));
+        policy_result_clear(r);
+}
+
 /* policy.check */
 void
 method_policy_check(struct rpc_req *req)
@@ -207,11 +229,25 @@ method_policy_check(struct rpc_req *req)
                 rpc_error(req, &err);
                 return;
         }
-        ctx.backend = backend ? backend : g.config->default_backend;
+        if (!backend && spec)
+                backend = json_string_value(json_object_get(spec, "backend"));
+        backend = backend ? backend : g.config->default_backend;
+        if (spec) {
+                /* Judged as sandbox.create would judge it for this caller (but without
+                 * inspecting named volumes and containers: those are judged by the request). */
+                struct backend_identity who;
+                sandbox_identity(req->conn, &who);
+                sandbox_policy_ctx(&ctx, backend, conn_uid(req->conn), who.home, spec);
+                policy_eval_sandbox(g.policy, &ctx, spec, NULL, &r);
+                sandbox_identity_free(&who);
+                policy_check_reply(req, &r, ctx.host_access);
+                return;
+        }
+        ctx.backend = backend;
         ctx.host_access = !strcmp(ctx.backend, "local");
         ctx.cwd = cwd;
         ctx.protected_paths = g.protected_paths;
-        ctx.workspace = spec ? json_string_value(json_object_get(spec, "workdir")) : cwd;
+        ctx.workspace = cwd;
         if (command) {
                 policy_eval_command(g.policy, &ctx, command, &r);
         } else if (argv) {
@@ -221,13 +257,8 @@ method_policy_check(struct rpc_req *req)
                         v[i] = (char *) json_string_value(json_array_get(argv, i));
                 policy_eval_argv(g.policy, &ctx, v, &r);
                 free(v);
-        } else {
-                policy_eval_sandbox(g.policy, &ctx, spec, NULL, &r);
         }
-        rpc_result(req, json_pack("{s:s,s:o,s:b}", "verdict", policy_verdict_name(r.verdict),
-                                  "findings", policy_findings_json(&r), "host_access",
-                                  r.host_access || ctx.host_access));
-        policy_result_clear(&r);
+        policy_check_reply(req, &r, ctx.host_access);
 }
 
 /* policy.reload */

@@ -16,6 +16,7 @@
 #include "daemon/methods.h"
 #include "daemon/proc.h"
 #include "daemon/records.h"
+#include "daemon/sandbox_policy.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
@@ -36,8 +37,9 @@ struct sandbox_create {
         struct conn *conn; /* referenced; for approval and progress */
         struct policy_result pr;
         struct sandbox_spec spec;
-        /* What runs once named volumes are inspected: first judgement or re-judgement. */
-        void (*judge)(struct sandbox_create *sc, json_t *volumes);
+        /* What runs once the spec's volumes and containers are inspected: first judgement or
+         * re-judgement. */
+        void (*judge)(struct sandbox_create *sc, json_t *facts);
 };
 
 static struct list sandbox_all = {&sandbox_all, &sandbox_all};
@@ -495,6 +497,21 @@ sandbox_validate(json_t *p, struct sbx_error *err)
         return 0;
 }
 
+/* The spec a sandbox keeps for params (new): labels and mounts always there, the backend
+ * resolved. */
+static json_t *
+sandbox_spec_of(json_t *params, const struct backend_ops *ops)
+{
+        json_t *spec = json_deep_copy(params);
+
+        if (!json_object_get(spec, "labels"))
+                json_object_set_new(spec, "labels", json_object());
+        if (!json_object_get(spec, "mounts"))
+                json_object_set_new(spec, "mounts", json_array());
+        json_object_set_new(spec, "backend", json_string(ops->name));
+        return spec;
+}
+
 /* A request for an existing sandbox by name gets it only when it asks for the same thing: the
  * same backend (an omitted one is the default, so a docker sandbox asked for by the name of a
  * local one, or the reverse, is not handed out), and every other param it gives as the
@@ -536,12 +553,7 @@ sandbox_alloc(json_t *params, const struct backend_ops *ops)
         sb->refs = 1; /* the registry's */
         sb->ops = ops;
         sb->state = SANDBOX_CREATING;
-        sb->spec = json_deep_copy(params);
-        if (!json_object_get(sb->spec, "labels"))
-                json_object_set_new(sb->spec, "labels", json_object());
-        if (!json_object_get(sb->spec, "mounts"))
-                json_object_set_new(sb->spec, "mounts", json_array());
-        json_object_set_new(sb->spec, "backend", json_string(ops->name));
+        sb->spec = sandbox_spec_of(params, ops);
         sb->env = env ? json_deep_copy(env) : json_object();
         sb->created_wall_ms = util_wall_ms();
         sb->timeout_s = (uint64_t) json_integer_value(json_object_get(params, "timeout_s"));
@@ -569,20 +581,33 @@ sandbox_new(struct conn *c, json_t *params, const struct backend_ops *ops, const
         return sb;
 }
 
-/* Runs the container checks on the merged spec (volumes: inspected named volumes, borrowed,
+/* A spec with a field the checks cannot judge fails with -32602 naming it. */
+static bool
+sandbox_invalid(struct sandbox_create *sc)
+{
+        struct sbx_error err = {0};
+
+        if (!sc->pr.invalid.code)
+                return false;
+        sbx_error_set(&err, sc->pr.invalid.code, json_incref(sc->pr.invalid.data), "%s",
+                      sc->pr.invalid.message);
+        sandbox_create_fail(sc, &err);
+        sbx_error_clear(&err);
+        return true;
+}
+
+/* Runs the container checks on the merged spec (facts: what the backend inspected, borrowed,
  * may be NULL), then approval, then the backend. */
 static void
-sandbox_judge(struct sandbox_create *sc, json_t *volumes)
+sandbox_judge(struct sandbox_create *sc, json_t *facts)
 {
         struct sandbox *sb = sc->sb;
-        struct policy_ctx pctx = {0};
+        struct policy_ctx pctx;
 
-        pctx.backend = sb->ops->name;
-        pctx.host_access = !strcmp(sb->ops->name, "local");
-        pctx.home = sb->who.home;
-        pctx.protected_paths = g.protected_paths;
-        pctx.workspace = json_string_value(json_object_get(sb->spec, "workdir"));
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, volumes, &sc->pr);
+        sandbox_policy_ctx(&pctx, sb->ops->name, sb->owner, sb->who.home, sb->spec);
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
+        if (sandbox_invalid(sc))
+                return;
         sb->host_access = sc->pr.host_access || pctx.host_access;
         sb->findings = policy_findings_json(&sc->pr);
         approval_decide(sc->conn, NULL, sb->host_access,
@@ -592,7 +617,7 @@ sandbox_judge(struct sandbox_create *sc, json_t *volumes)
 }
 
 static void
-sandbox_volumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
+sandbox_facts_cb(void *ctx, json_t *facts, const struct sbx_error *err)
 {
         struct sandbox_create *sc = ctx;
         struct sbx_error e = {0};
@@ -600,17 +625,20 @@ sandbox_volumes_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
         if (err) {
                 /* Fail closed: without the volumes' options the spec cannot be judged. */
                 sbx_error_set(&e, err->code, json_incref(err->data),
-                              "cannot inspect the named volumes of the spec: %s", err->message);
+                              "cannot inspect the named volumes and VolumesFrom containers of "
+                              "the spec: %s",
+                              err->message);
                 sandbox_create_fail(sc, &e);
                 sbx_error_clear(&e);
                 return;
         }
-        sc->judge(sc, volumes);
-        json_decref(volumes);
+        sc->judge(sc, facts);
+        json_decref(facts);
 }
 
-/* Named volumes can bind host paths: the container checks need their real options, so for
- * docker they are inspected first; then judge runs. */
+/* Named volumes can bind host paths and VolumesFrom inherits another container's mounts: the
+ * container checks need what they really are, so for docker they are inspected first; then
+ * judge runs. */
 static void
 sandbox_inspect_then(struct sandbox_create *sc, void (*judge)(struct sandbox_create *, json_t *))
 {
@@ -619,7 +647,7 @@ sandbox_inspect_then(struct sandbox_create *sc, void (*judge)(struct sandbox_cre
                 return;
         }
         sc->judge = judge;
-        docker_inspect_volumes(sc->sb->spec, sc, sandbox_volumes_cb);
+        docker_inspect_spec(sc->sb->spec, sc, sandbox_facts_cb);
 }
 
 /* Validates, judges and creates; cb gets the result (or the existing sandbox of that name). */
@@ -1031,18 +1059,17 @@ sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx)
 
 /* The judgement of a recreate: allowed, or asking exactly what was approved at create. */
 static void
-sandbox_rejudge(struct sandbox_create *sc, json_t *volumes)
+sandbox_rejudge(struct sandbox_create *sc, json_t *facts)
 {
         struct sandbox *sb = sc->sb;
-        struct policy_ctx pctx = {0};
+        struct policy_ctx pctx;
         struct sbx_error err = {0};
         json_t *findings;
 
-        pctx.backend = sb->ops->name;
-        pctx.home = sb->who.home;
-        pctx.protected_paths = g.protected_paths;
-        pctx.workspace = json_string_value(json_object_get(sb->spec, "workdir"));
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, volumes, &sc->pr);
+        sandbox_policy_ctx(&pctx, sb->ops->name, sb->owner, sb->who.home, sb->spec);
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
+        if (sandbox_invalid(sc))
+                return;
         findings = policy_findings_json(&sc->pr);
         if (sc->pr.verdict == POLICY_ALLOW ||
             (sc->pr.verdict == POLICY_ASK && json_equal(findings, sb->findings))) {

@@ -29,8 +29,16 @@ add_raw(struct eval *ev, struct ifinding *nf)
                     !strcmp(o->match ? o->match : "", nf->match ? nf->match : ""))
                         return;
         }
-        if (ev->nf >= POLICY_MAX_FINDINGS)
+        if (ev->nf >= POLICY_MAX_FINDINGS) {
+                /* Full: a stricter finding still counts, in place of a weaker one, so that a
+                 * flood of ASK findings cannot hide a DENY. */
+                for (size_t j = 0; j < ev->nf; j++)
+                        if (ev->f[j].verdict < nf->verdict) {
+                                ev->f[j] = *nf;
+                                return;
+                        }
                 return;
+        }
         arena_grow(&ev->ar, (void **) &ev->f, &ev->fcap, ev->nf, sizeof(struct ifinding));
         ev->f[ev->nf++] = *nf;
 }
@@ -2171,6 +2179,7 @@ analyze_finish(struct eval *ev, struct policy_result *out)
                         out->verdict = f->verdict;
         }
         out->host_access = ev->host_access;
+        sbx_error_move(&out->invalid, &ev->invalid);
 }
 
 /* Frees everything of an evaluation. */
@@ -2179,5 +2188,6 @@ analyze_free(struct eval *ev)
 {
         free(ev->units);
         free(ev->allowed);
+        sbx_error_clear(&ev->invalid);
         arena_free(&ev->ar);
 }

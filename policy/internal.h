@@ -137,7 +137,8 @@ struct eval {
         size_t allowedcap;
         int downgrade; /* >0 while judging the suffix of an unknown wrapper */
         bool host_access;
-        bool no_file_rules; /* while running the inline tests of a file being loaded */
+        bool no_file_rules;       /* while running the inline tests of a file being loaded */
+        struct sbx_error invalid; /* container checks: the first spec field that cannot be judged */
 };
 
 /* eval.c-less helpers live in analyze.c. */
@@ -177,8 +178,9 @@ const struct builtin_rule *builtin_find(const char *id);
 size_t builtin_count(void);
 const struct builtin_rule *builtin_at(size_t i);
 
-/* Container checks on a sandbox.create-shaped spec; adds findings to ev for unit. */
-void container_check(struct eval *ev, int unit, json_t *spec, json_t *volumes);
+/* Container checks on a sandbox.create-shaped spec; adds findings to ev for unit. facts is
+ * {volumes: {name: inspected}, containers: {name: inspected}} (borrowed, may be NULL). */
+void container_check(struct eval *ev, int unit, json_t *spec, json_t *facts);
 /* Translates docker/podman CLI argv (after the program name) into a spec and checks it. */
 void container_check_cli(struct eval *ev, int unit, const struct word *argv, size_t argc);
 

@@ -151,7 +151,7 @@ policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *con
 /* Judges a sandbox.create spec. */
 void
 policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t *spec,
-                    json_t *volumes, struct policy_result *out)
+                    json_t *facts, struct policy_result *out)
 {
         struct eval ev;
 
@@ -162,8 +162,13 @@ policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t
                 backend = ctx->backend;
         if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
                 ev.host_access = true;
-        if (json_is_object(spec))
-                container_check(&ev, -1, spec, volumes);
+        if (json_is_object(spec)) {
+                container_check(&ev, -1, spec, facts);
+        } else {
+                sbx_error_param(&ev.invalid, "sandbox",
+                                "invalid params: the spec must be an object");
+                analyze_add(&ev, -1, "container.invalid", "sandbox", NULL);
+        }
         analyze_finish(&ev, out);
         analyze_free(&ev);
 }
@@ -182,6 +187,7 @@ policy_result_clear(struct policy_result *r)
         r->findings = NULL;
         r->nfindings = 0;
         r->verdict = POLICY_ALLOW;
+        sbx_error_clear(&r->invalid);
 }
 
 /* Verdict name. */

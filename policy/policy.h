@@ -36,6 +36,10 @@ struct policy_result {
         struct policy_finding *findings;
         size_t nfindings;
         bool host_access; /* container checks: something from the host shows inside */
+        /* Container checks: a field of the spec that cannot be judged (unknown, misspelt,
+         * wrong type): -32602 with data {param}; code 0 when there is none. The verdict is
+         * then DENY as well (container.invalid). */
+        struct sbx_error invalid;
 };
 
 /* Facts about where a command would run. All fields optional (NULL / false). */
@@ -47,6 +51,12 @@ struct policy_ctx {
         json_t *env;                        /* object of strings known in the sandbox, borrowed */
         const char *const *protected_paths; /* daemon config/state paths, NULL-terminated */
         const char *workspace; /* container checks: binds below it are fine (still host access) */
+        /* Container checks of a sandbox.create. */
+        bool unprivileged;            /* the caller is neither root nor the daemon's owner */
+        unsigned caller_uid;          /* its uid (volume label sandboxd.owner), when unprivileged */
+        const char *unchecked_fields; /* operator: HostConfig fields accepted unchecked, "A, B" */
+        const char *volume_drivers;   /* operator: volume drivers accepted besides local */
+        const char *runtime;          /* operator: the OCI runtime of sandboxes; NULL: Docker's */
 };
 
 struct policy;
@@ -71,10 +81,20 @@ void policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, c
 /* Judges an argv exec (no shell). */
 void policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *const *argv,
                       struct policy_result *out);
-/* Judges a sandbox.create spec (object, borrowed) merged with defaults; volumes is an object
- * name -> inspected volume (Docker GET /volumes/{name} body), borrowed, may be NULL. */
+/* Judges a sandbox.create spec (object, borrowed). facts (borrowed, may be NULL) is what the
+ * backend inspected: {"volumes": {name: GET /volumes/{name} body}, "containers": {name:
+ * GET /containers/{name}/json body}} for the named volumes and VolumesFrom containers the spec
+ * mentions. A field that cannot be judged sets out->invalid. */
 void policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t *spec,
-                         json_t *volumes, struct policy_result *out);
+                         json_t *facts, struct policy_result *out);
+/* Checks the operator's [backend.docker] unchecked_host_config_fields and volume_drivers
+ * lists (comma or blank separated): names only, none that Docker would read as a field the
+ * policy checks itself. 0, or -EINVAL with err saying which. */
+int policy_container_config_check(const char *unchecked_fields, const char *volume_drivers,
+                                  struct sbx_error *err);
+
+/* Docker's rule for volume and container names: [A-Za-z0-9][A-Za-z0-9_.-]+ (at most 255). */
+bool policy_container_name_ok(const char *name);
 
 /* Releases the findings. */
 void policy_result_clear(struct policy_result *r);

@@ -14,13 +14,15 @@ CLIENT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, %r)
     from harness import Client, RpcError
-    c = Client(sys.argv[1])
+    decision = json.loads(sys.argv[3])
+    c = Client(sys.argv[1], timeout=120,
+               on_request=(lambda msg: {"decision": decision}) if decision else None)
     out = []
     for method, params in json.loads(sys.argv[2]):
         try:
             out.append({"result": c.call(method, params)})
         except RpcError as e:
-            out.append({"error": {"code": e.code, "message": e.message}})
+            out.append({"error": {"code": e.code, "message": e.message, "data": e.data}})
         except ConnectionError as e:
             out.append({"closed": str(e)})
             break
@@ -29,10 +31,13 @@ CLIENT = textwrap.dedent("""
 """ % os.path.dirname(os.path.abspath(__file__)))
 
 
-def as_nobody(socket_path, calls):
+def as_nobody(socket_path, calls, decision=None):
+    """Runs calls as uid nobody; decision: what it answers to every approval.request (None:
+    the harness default, deny)."""
     p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                         "--clear-groups", "/usr/bin/python3", "-c", CLIENT, socket_path,
-                        json.dumps(calls)], capture_output=True, text=True, timeout=60)
+                        json.dumps(calls), json.dumps(decision)],
+                       capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("client as nobody failed: %s" % p.stderr)
     return json.loads(p.stdout)

@@ -106,13 +106,17 @@ class Check(DaemonTest):
     def test_workspace_binds(self):
         ws = tempfile.mkdtemp(prefix="sbxws-")
         self.addCleanup(shutil.rmtree, ws, True)
-        inside = {"backend": "docker", "workdir": ws,
+        inside = {"backend": "local", "workdir": ws,
                   "mounts": [{"type": "bind", "source": ws + "/src", "target": "/src"}]}
         r = self.c.call("policy.check", {"sandbox": inside})
         self.assertNotIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
         self.assertTrue(r["host_access"])
         outside = dict(inside, workdir="/srv/elsewhere")
         r = self.c.call("policy.check", {"sandbox": outside})
+        self.assertIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
+        # A container's workdir is the container's: naming the host path as the workdir of a
+        # docker sandbox does not make its bind a workspace one (that would skip the ask).
+        r = self.c.call("policy.check", {"sandbox": dict(inside, backend="docker")})
         self.assertIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
         # In a command: docker run -v below the cwd is the workspace.
         r = self.c.call("policy.check", {"command": "docker run -v %s/src:/src alpine true" % ws,

@@ -432,14 +432,14 @@ START_TEST(test_resources_and_section)
 END_TEST
 
 static enum policy_verdict
-judge(json_t *spec, json_t *volumes)
+judge(json_t *spec, json_t *facts)
 {
         struct policy *pol = policy_new_default();
         struct policy_ctx pctx = {.backend = "docker"};
         struct policy_result r = {0};
         enum policy_verdict v;
 
-        policy_eval_sandbox(pol, &pctx, spec, volumes, &r);
+        policy_eval_sandbox(pol, &pctx, spec, facts, &r);
         v = r.verdict;
         policy_result_clear(&r);
         policy_free(pol);
@@ -472,12 +472,12 @@ struct vols {
 };
 
 static void
-vols_cb(void *ctx, json_t *volumes, const struct sbx_error *err)
+vols_cb(void *ctx, json_t *facts, const struct sbx_error *err)
 {
         struct vols *v = ctx;
 
         ck_assert_msg(err == NULL, "%s", err ? err->message : "");
-        v->v = volumes; /* new reference, as docker.h says */
+        v->v = facts; /* new reference, as docker.h says */
         v->done = true;
 }
 
@@ -497,10 +497,12 @@ START_TEST(test_named_volume_bind_etc)
         json_t *spec = json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "backend", "docker", "mounts", "type",
                                  "volume", "source", name, "target", "/data");
         struct vols v = {0};
-        docker_inspect_volumes(spec, &v, vols_cb);
+        docker_inspect_spec(spec, &v, vols_cb);
         run_until(&v.done);
-        json_t *opts = json_object_get(json_object_get(v.v, name), "Options");
-        ck_assert_str_eq(json_string_value(json_object_get(opts, "device")), "/etc");
+        json_t *opts = json_object_get(
+                json_object_get(json_object_get(json_object_get(v.v, "volumes"), name), "Options"),
+                "device");
+        ck_assert_str_eq(json_string_value(opts), "/etc");
         char *path = xasprintf("/volumes/%s", name);
         json_decref(api("DELETE", path, NULL, &st));
         free(path);

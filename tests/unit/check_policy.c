@@ -7,6 +7,7 @@
 #include "policy/policy.h"
 #include "protocol/util.h"
 #include "tests/unit/check_policy_cases.h"
+#include "tests/unit/helper_policy.h"
 
 static const char *const prot[] = {"/etc/sandboxd", "/var/lib/sandboxd", NULL};
 static struct policy *pol;
@@ -34,27 +35,6 @@ teardown(void)
         pol = policy_free(pol);
 }
 
-static bool
-has_rule(const struct policy_result *r, const char *rule)
-{
-        for (size_t k = 0; k < r->nfindings; k++)
-                if (strcmp(r->findings[k].rule, rule) == 0)
-                        return true;
-        return false;
-}
-
-static char *
-describe(const struct policy_result *r)
-{
-        struct buf b = {0};
-
-        for (size_t k = 0; k < r->nfindings; k++)
-                buf_appendf(&b, "%s%s(%s)", k ? ", " : "", r->findings[k].rule,
-                            policy_verdict_name(r->findings[k].verdict));
-        buf_append(&b, "", 1);
-        return b.data;
-}
-
 START_TEST(test_case_table)
 {
         const struct pcase *c = &cases[_i];
@@ -62,12 +42,12 @@ START_TEST(test_case_table)
         struct policy_result r;
 
         policy_eval_command(pol, &ctx, c->cmd, &r);
-        char *d = describe(&r);
+        char *d = policy_test_describe(&r);
         ck_assert_msg(r.verdict == c->v, "case %d [%s]: expected %s, got %s (%s)", _i, c->cmd,
                       policy_verdict_name(c->v), policy_verdict_name(r.verdict), d);
         if (c->rule)
-                ck_assert_msg(has_rule(&r, c->rule), "case %d [%s]: rule %s missing (%s)", _i,
-                              c->cmd, c->rule, d);
+                ck_assert_msg(policy_test_has_rule(&r, c->rule),
+                              "case %d [%s]: rule %s missing (%s)", _i, c->cmd, c->rule, d);
         for (size_t k = 0; k < r.nfindings; k++) {
                 ck_assert_ptr_nonnull(r.findings[k].message);
                 ck_assert_ptr_nonnull(r.findings[k].rule);
@@ -110,9 +90,9 @@ START_TEST(test_strictest_wins)
 
         policy_eval_command(pol, &ctx, "rm -rf build; git push -f; reboot", &r);
         ck_assert_int_eq(r.verdict, POLICY_DENY);
-        ck_assert(has_rule(&r, "delete.recursive"));
-        ck_assert(has_rule(&r, "git.push-force"));
-        ck_assert(has_rule(&r, "floor.power"));
+        ck_assert(policy_test_has_rule(&r, "delete.recursive"));
+        ck_assert(policy_test_has_rule(&r, "git.push-force"));
+        ck_assert(policy_test_has_rule(&r, "floor.power"));
         policy_result_clear(&r);
 }
 END_TEST
@@ -128,7 +108,7 @@ START_TEST(test_env_variables)
         ck_assert_int_eq(r.verdict, POLICY_DENY);
         policy_result_clear(&r);
         policy_eval_command(pol, &ctx, "rm -rf \"${D}\"", &r);
-        ck_assert(has_rule(&r, "floor.rm-system"));
+        ck_assert(policy_test_has_rule(&r, "floor.rm-system"));
         policy_result_clear(&r);
         /* unknown variable: not provably the root, but still a recursive delete */
         policy_eval_command(pol, &ctx, "rm -rf $UNKNOWN", &r);
@@ -173,13 +153,13 @@ START_TEST(test_argv)
         ck_assert_int_eq(r.verdict, POLICY_ALLOW);
         policy_result_clear(&r);
         policy_eval_argv(pol, &ctx, bashc, &r);
-        ck_assert(has_rule(&r, "floor.power"));
+        ck_assert(policy_test_has_rule(&r, "floor.power"));
         policy_result_clear(&r);
         policy_eval_argv(pol, &ctx, sudo, &r);
-        ck_assert(has_rule(&r, "floor.mkfs"));
+        ck_assert(policy_test_has_rule(&r, "floor.mkfs"));
         policy_result_clear(&r);
         policy_eval_argv(pol, &ctx, git, &r);
-        ck_assert(has_rule(&r, "git.push-force"));
+        ck_assert(policy_test_has_rule(&r, "git.push-force"));
         policy_result_clear(&r);
         /* no shell: ";" is just an argument to ls */
         policy_eval_argv(pol, &ctx, semi, &r);
@@ -224,18 +204,18 @@ START_TEST(test_limits)
 
         policy_eval_command(pol, &ctx, big, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
-        ck_assert(has_rule(&r, "parse.limit"));
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
         policy_result_clear(&r);
         policy_eval_command(pol, &ctx, deep, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
         policy_result_clear(&r);
         policy_eval_command(pol, &ctx, bt, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
-        ck_assert(has_rule(&r, "parse.limit"));
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
         policy_result_clear(&r);
         policy_eval_command(pol, &ctx, many, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
-        ck_assert(has_rule(&r, "parse.limit"));
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
         policy_result_clear(&r);
         policy_eval_command(pol, &ctx, braces, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK); /* 2^20 words: not expanded, opaque */
@@ -271,7 +251,7 @@ START_TEST(test_carrier_depth)
         buf_append(&b, "ls", 3);
         policy_eval_command(pol, &ctx, b.data, &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
-        ck_assert(has_rule(&r, "parse.limit"));
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
         policy_result_clear(&r);
         buf_free(&b);
 }

@@ -1,5 +1,5 @@
 /* check_policy_rules.c — rules-file loading (good, bad line, failing inline test, floor),
- * SHA-256, container specs (policy_eval_sandbox) and the approval-memory helpers. */
+ * SHA-256 and the approval-memory helpers (container specs: check_container.c). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "policy/policy.h"
 #include "protocol/util.h"
+#include "tests/unit/helper_policy.h"
 
 #define DATA "tests/data/policy/"
 
@@ -25,15 +26,6 @@ ctx_default(void)
         return c;
 }
 
-static bool
-has_rule(const struct policy_result *r, const char *rule)
-{
-        for (size_t k = 0; k < r->nfindings; k++)
-                if (strcmp(r->findings[k].rule, rule) == 0)
-                        return true;
-        return false;
-}
-
 static enum policy_verdict
 eval(struct policy *p, const char *cmd, const char *rule)
 {
@@ -43,7 +35,7 @@ eval(struct policy *p, const char *cmd, const char *rule)
         policy_eval_command(p, &ctx, cmd, &r);
         enum policy_verdict v = r.verdict;
         if (rule)
-                ck_assert_msg(has_rule(&r, rule), "%s: %s missing", cmd, rule);
+                ck_assert_msg(policy_test_has_rule(&r, rule), "%s: %s missing", cmd, rule);
         policy_result_clear(&r);
         return v;
 }
@@ -163,182 +155,6 @@ START_TEST(test_load_bad_variants)
 }
 END_TEST
 
-/* ---- container specs ---- */
-
-struct scase {
-        const char *spec;
-        enum policy_verdict v;
-        const char *rule;
-        bool host;
-};
-
-static const struct scase scases[] = {
-        {"{\"backend\":\"docker\"}", POLICY_ALLOW, NULL, false},
-        {"{\"backend\":\"local\"}", POLICY_ALLOW, NULL, true},
-        {"{\"backend\":\"docker\",\"network\":\"host\"}", POLICY_ASK, "container.host-ns-soft",
-         true},
-        {"{\"backend\":\"docker\",\"mounts\":[{\"type\":\"bind\",\"source\":\"/\",\"target\":\"/"
-         "h\"}]}",
-         POLICY_DENY, "container.mount-root", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/var\",\"target\":\"/v\"}]}", POLICY_DENY,
-         "container.mount-socket", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/run\",\"target\":\"/v\"}]}", POLICY_DENY,
-         "container.mount-socket", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/etc/ssl\",\"target\":\"/s\"}]}",
-         POLICY_DENY, "container.mount-system", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/home\",\"target\":\"/h\"}]}", POLICY_DENY,
-         "container.mount-credential", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"~/.ssh\",\"target\":\"/s\"}]}", POLICY_DENY,
-         "container.mount-credential", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/home/user\",\"target\":\"/h\"}]}",
-         POLICY_DENY, "container.mount-credential", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/var/lib\",\"target\":\"/s\"}]}",
-         POLICY_DENY, "container.mount-system", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/home/user/project/src\",\"target\":\"/"
-         "w\"}]}",
-         POLICY_ALLOW, NULL, true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/srv/data\",\"target\":\"/d\"}]}",
-         POLICY_ASK, "container.mount-host", true},
-        {"{\"mounts\":[{\"type\":\"tmpfs\",\"target\":\"/t\"}]}", POLICY_ALLOW, NULL, false},
-        {"{\"mounts\":[{\"type\":\"volume\",\"source\":\"evil\",\"target\":\"/e\"}]}", POLICY_DENY,
-         "container.mount-system", true},
-        {"{\"mounts\":[{\"type\":\"volume\",\"source\":\"disk\",\"target\":\"/e\"}]}", POLICY_DENY,
-         "container.volume-device", true},
-        {"{\"mounts\":[{\"type\":\"volume\",\"source\":\"plain\",\"target\":\"/e\"}]}",
-         POLICY_ALLOW, NULL, false},
-        {"{\"mounts\":[{\"type\":\"volume\",\"source\":\"nfs\",\"target\":\"/e\"}]}", POLICY_ASK,
-         "container.volume-netfs", false},
-        {"{\"mounts\":[{\"type\":\"volume\",\"source\":\"plug\",\"target\":\"/e\"}]}", POLICY_ASK,
-         "container.volume-driver", false},
-        {"{\"docker\":{\"host_config\":{\"Privileged\":true}}}", POLICY_DENY,
-         "container.privileged", true},
-        {"{\"docker\":{\"host_config\":{\"PidMode\":\"host\"}}}", POLICY_DENY, "container.host-ns",
-         true},
-        {"{\"docker\":{\"host_config\":{\"IpcMode\":\"host\"}}}", POLICY_DENY, "container.host-ns",
-         true},
-        {"{\"docker\":{\"host_config\":{\"UTSMode\":\"host\"}}}", POLICY_ASK,
-         "container.host-ns-soft", true},
-        {"{\"docker\":{\"host_config\":{\"NetworkMode\":\"container:abc\"}}}", POLICY_ASK,
-         "container.host-ns-soft", false},
-        {"{\"docker\":{\"host_config\":{\"CapAdd\":[\"SYS_ADMIN\"]}}}", POLICY_DENY,
-         "container.cap", false},
-        {"{\"docker\":{\"host_config\":{\"CapAdd\":[\"cap_sys_ptrace\"]}}}", POLICY_DENY,
-         "container.cap", false},
-        {"{\"docker\":{\"host_config\":{\"CapAdd\":[\"NET_ADMIN\"]}}}", POLICY_ASK,
-         "container.cap-soft", false},
-        {"{\"docker\":{\"host_config\":{\"CapAdd\":[\"CHOWN\"]}}}", POLICY_ALLOW, NULL, false},
-        {"{\"docker\":{\"host_config\":{\"Devices\":[{\"PathOnHost\":\"/dev/sda\"}]}}}",
-         POLICY_DENY, "container.device", true},
-        {"{\"docker\":{\"host_config\":{\"Devices\":[{\"PathOnHost\":\"/dev/fuse\"}]}}}",
-         POLICY_ASK, "container.device-soft", true},
-        {"{\"docker\":{\"host_config\":{\"SecurityOpt\":[\"seccomp=unconfined\"]}}}", POLICY_DENY,
-         "container.secopt", false},
-        {"{\"docker\":{\"host_config\":{\"SecurityOpt\":[\"systempaths=unconfined\"]}}}",
-         POLICY_DENY, "container.secopt", false},
-        {"{\"docker\":{\"host_config\":{\"SecurityOpt\":[\"label=disable\"]}}}", POLICY_ASK,
-         "container.selinux", false},
-        {"{\"docker\":{\"host_config\":{\"SecurityOpt\":[\"no-new-privileges\"]}}}", POLICY_ALLOW,
-         NULL, false},
-        {"{\"docker\":{\"host_config\":{\"Sysctls\":{\"kernel.core_pattern\":\"|x\"}}}}",
-         POLICY_ASK, "container.sysctl", false},
-        {"{\"docker\":{\"host_config\":{\"Sysctls\":{\"net.ipv4.ip_unprivileged_port_start\":\"0\"}"
-         "}}}",
-         POLICY_ALLOW, NULL, false},
-        {"{\"docker\":{\"host_config\":{\"Binds\":[\"/var/run/docker.sock:/s:ro\"]}}}", POLICY_DENY,
-         "container.mount-socket", true},
-        {"{\"docker\":{\"host_config\":{\"Binds\":[\"/run/user/1000:/r\"]}}}", POLICY_DENY,
-         "container.mount-socket", true},
-        {"{\"docker\":{\"host_config\":{\"Binds\":[\"/home/user/project:/w:rshared\"]}}}",
-         POLICY_ASK, "container.propagation", true},
-        {"{\"docker\":{\"host_config\":{\"Binds\":[\"evil:/x\"]}}}", POLICY_DENY,
-         "container.mount-system", true},
-        {"{\"docker\":{\"host_config\":{\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/etc\"}]}}}",
-         POLICY_DENY, "container.mount-system", true},
-        {"{\"docker\":{\"host_config\":{\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/home/user/"
-         "project\","
-         "\"BindOptions\":{\"Propagation\":\"shared\"}}]}}}",
-         POLICY_ASK, "container.propagation", true},
-        {"{\"docker\":{\"host_config\":{\"Mounts\":[{\"Type\":\"volume\",\"Source\":\"v2\","
-         "\"VolumeOptions\":{\"DriverConfig\":{\"Options\":{\"type\":\"none\",\"o\":\"bind\","
-         "\"device\":\"/root\"}}}}]}}}",
-         POLICY_DENY, "container.mount-system", true},
-        {"{\"docker\":{\"host_config\":{\"PortBindings\":{\"80/tcp\":[{\"HostIp\":\"\","
-         "\"HostPort\":\"8080\"}]}}}}",
-         POLICY_ASK, "container.publish", false},
-        {"{\"docker\":{\"host_config\":{\"PortBindings\":{\"80/tcp\":[{\"HostIp\":\"127.0.0.1\","
-         "\"HostPort\":\"8080\"}]}}}}",
-         POLICY_ALLOW, NULL, false},
-        {"{\"docker\":{\"host_config\":{\"PublishAllPorts\":true}}}", POLICY_ASK,
-         "container.publish", false},
-        {"{\"docker\":{\"host_config\":{\"VolumesFrom\":[\"other\"]}}}", POLICY_ASK,
-         "container.volumes-from", false},
-        {"{\"docker\":{\"host_config\":{\"DeviceCgroupRules\":[\"a *:* rwm\"]}}}", POLICY_DENY,
-         "container.device", false},
-        {"{\"backend\":\"singularity\",\"singularity\":{\"binds\":[\"/etc:/e\"]}}", POLICY_DENY,
-         "container.mount-system", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/etc/sandboxd\",\"target\":\"/c\"}]}",
-         POLICY_DENY, "container.mount-system", true},
-        {"{\"mounts\":[{\"type\":\"bind\",\"source\":\"/var/lib/sandboxd/x\",\"target\":\"/c\"}]}",
-         POLICY_DENY, "container.mount-self", true},
-};
-
-START_TEST(test_sandbox_specs)
-{
-        const struct scase *c = &scases[_i];
-        struct policy *p = policy_new_default();
-        struct policy_ctx ctx = ctx_default();
-        struct policy_result r;
-        json_error_t je;
-        json_t *spec = json_loads(c->spec, 0, &je);
-        json_t *vols = json_pack(
-                "{s:{s:s,s:{s:s,s:s,s:s}},s:{s:s,s:{s:s,s:s}},s:{s:s,s:{}},s:{s:s,s:{s:s,s:s}},"
-                "s:{s:s}}",
-                "evil", "Driver", "local", "Options", "type", "none", "o", "bind", "device", "/etc",
-                "disk", "Driver", "local", "Options", "type", "ext4", "device", "/dev/sda2",
-                "plain", "Driver", "local", "Options", "nfs", "Driver", "local", "Options", "type",
-                "nfs", "o", "addr=1.2.3.4", "plug", "Driver", "rexray");
-
-        ck_assert_msg(spec != NULL, "bad fixture %d: %s", _i, je.text);
-        policy_eval_sandbox(p, &ctx, spec, vols, &r);
-        ck_assert_msg(r.verdict == c->v, "spec %d: expected %s got %s (%s)", _i,
-                      policy_verdict_name(c->v), policy_verdict_name(r.verdict),
-                      r.nfindings ? r.findings[0].rule : "none");
-        if (c->rule)
-                ck_assert_msg(has_rule(&r, c->rule), "spec %d: %s missing (first %s)", _i, c->rule,
-                              r.nfindings ? r.findings[0].rule : "none");
-        ck_assert_msg(r.host_access == c->host, "spec %d: host_access %d", _i, r.host_access);
-        policy_result_clear(&r);
-        json_decref(spec);
-        json_decref(vols);
-        policy_free(p);
-}
-END_TEST
-
-START_TEST(test_sandbox_symlink)
-{
-        char dir[] = "/tmp/check_policy_ws_XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        char *link = xasprintf("%s/innocent", dir);
-        ck_assert_int_eq(symlink("/etc", link), 0);
-        struct policy *p = policy_new_default();
-        struct policy_ctx ctx = ctx_default();
-        struct policy_result r;
-        ctx.workspace = dir;
-        json_t *spec = json_pack("{s:[{s:s,s:s,s:s}]}", "mounts", "type", "bind", "source", link,
-                                 "target", "/w");
-
-        policy_eval_sandbox(p, &ctx, spec, NULL, &r);
-        ck_assert_int_eq(r.verdict, POLICY_DENY);
-        ck_assert(has_rule(&r, "container.mount-system"));
-        policy_result_clear(&r);
-        json_decref(spec);
-        unlink(link);
-        rmdir(dir);
-        free(link);
-        policy_free(p);
-}
-END_TEST
-
 /* ---- approvals ---- */
 
 START_TEST(test_approval_keys)
@@ -438,10 +254,6 @@ suite(void)
         tcase_add_test(tc, test_load_floor_disable);
         tcase_add_test(tc, test_load_missing);
         tcase_add_loop_test(tc, test_load_bad_variants, 0, (int) ARRAY_SIZE(bad_lines));
-        suite_add_tcase(s, tc);
-        tc = tcase_create("sandbox");
-        tcase_add_loop_test(tc, test_sandbox_specs, 0, (int) ARRAY_SIZE(scases));
-        tcase_add_test(tc, test_sandbox_symlink);
         suite_add_tcase(s, tc);
         tc = tcase_create("approval");
         tcase_add_test(tc, test_approval_keys);

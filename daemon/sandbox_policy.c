@@ -1,0 +1,70 @@
+/* sandbox_policy.c — the policy context of sandbox.create specs (see sandbox_policy.h). */
+#include "daemon/sandbox_policy.h"
+
+#include <string.h>
+
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+
+/* Whether uid is neither root nor the daemon's own uid. */
+bool
+sandbox_policy_unprivileged(uid_t uid)
+{
+        return uid != 0 && uid != g.uid;
+}
+
+static const char *
+docker_key(const char *key)
+{
+        const char *v = json_string_value(json_object_get(config_backend(g.config, "docker"), key));
+
+        return v && *v ? v : NULL;
+}
+
+/* Fills ctx for judging a spec. */
+void
+sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const char *home,
+                   json_t *spec)
+{
+        memset(ctx, 0, sizeof(*ctx));
+        ctx->backend = backend;
+        ctx->host_access = backend && !strcmp(backend, "local");
+        ctx->home = home;
+        ctx->protected_paths = g.protected_paths;
+        /* The workdir is a host path only for the local backend; in a container it is the
+         * container's, and a client-chosen "workspace" would let it bind any host path
+         * without being asked. */
+        if (ctx->host_access)
+                ctx->workspace = json_string_value(json_object_get(spec, "workdir"));
+        ctx->unprivileged = sandbox_policy_unprivileged(uid);
+        ctx->caller_uid = (unsigned) uid;
+        ctx->unchecked_fields = docker_key("unchecked_host_config_fields");
+        ctx->volume_drivers = docker_key("volume_drivers");
+        ctx->runtime = docker_key("runtime");
+}
+
+static json_t *
+list_json(const char *list)
+{
+        json_t *a = json_array();
+
+        for (const char *p = list; p && *p;) {
+                p += strspn(p, ", \t");
+                size_t l = strcspn(p, ", \t");
+                if (l)
+                        json_array_append_new(a, json_stringn(p, l));
+                p += l;
+        }
+        return a;
+}
+
+/* The operator's additions, for backend.list. */
+json_t *
+sandbox_policy_operator(const char *backend)
+{
+        if (strcmp(backend, "docker") != 0)
+                return NULL;
+        return json_pack("{s:o,s:o,s:s?}", "unchecked_host_config_fields",
+                         list_json(docker_key("unchecked_host_config_fields")), "volume_drivers",
+                         list_json(docker_key("volume_drivers")), "runtime", docker_key("runtime"));
+}

@@ -1,0 +1,25 @@
+/* sandbox_policy.h — what the daemon tells the container checks about a sandbox.create: who
+ * asks (an unprivileged caller of a root daemon gets no host mounts), what the operator accepts
+ * beyond the built-in allowlist ([backend.docker] unchecked_host_config_fields, volume_drivers,
+ * runtime), and where the workspace is. Loop thread only. */
+#ifndef SANDBOXD_SANDBOX_POLICY_H
+#define SANDBOXD_SANDBOX_POLICY_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "policy/policy.h"
+
+/* Fills ctx (zeroed first) for judging spec (borrowed) of backend for caller uid with home
+ * (may be NULL). The strings point into g.config, home and spec: valid while they are. */
+void sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const char *home,
+                        json_t *spec);
+/* Whether uid is neither root nor the daemon's own uid. */
+bool sandbox_policy_unprivileged(uid_t uid);
+/* What the operator of backend accepts beyond the allowlist, for backend.list details (new
+ * object), or NULL for a backend without container checks. */
+json_t *sandbox_policy_operator(const char *backend);
+
+#endif

@@ -1,0 +1,752 @@
+/* check_container.c — the container-spec checks (policy/container*.c): every HostConfig field
+ * of the table, every mount form, the spellings that reach host root, an unprivileged caller,
+ * the operator's additions, and docker/podman argv with the CLI's flag grammar.
+ *
+ * JSON in the tables is written with ' for " (j() swaps them) to stay readable. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+#include "protocol/util.h"
+#include "tests/unit/helper_policy.h"
+
+#define D POLICY_DENY
+#define Q POLICY_ASK
+#define A POLICY_ALLOW
+
+static const char *const prot[] = {"/etc/sandboxd", "/var/lib/sandboxd", NULL};
+static struct policy *pol;
+static json_t *facts;
+
+enum who {
+        ROOT,   /* root or the daemon's owner */
+        UNPRIV, /* uid 1000 against a root daemon */
+        RUNSC,  /* root, with [backend.docker] runtime = runsc */
+        EXTRA,  /* root, with unchecked_host_config_fields = Foo and volume_drivers = rexray */
+};
+
+static json_t *
+j(const char *s)
+{
+        char *d = xstrdup(s);
+        json_error_t e;
+
+        for (char *c = d; *c; c++)
+                if (*c == '\'')
+                        *c = '"';
+        json_t *v = json_loads(d, JSON_DECODE_ANY, &e);
+        ck_assert_msg(v != NULL, "bad fixture %s: %s", s, e.text);
+        free(d);
+        return v;
+}
+
+static struct policy_ctx
+ctx_for(enum who w)
+{
+        struct policy_ctx c = {.backend = "docker",
+                               .cwd = "/home/user/project",
+                               .home = "/home/user",
+                               .protected_paths = prot,
+                               .workspace = "/home/user/project"};
+
+        c.unprivileged = w == UNPRIV;
+        c.caller_uid = w == UNPRIV ? 1000 : 0;
+        c.runtime = w == RUNSC ? "runsc" : NULL;
+        c.unchecked_fields = w == EXTRA ? "Foo, Bar" : NULL;
+        c.volume_drivers = w == EXTRA ? "rexray" : NULL;
+        return c;
+}
+
+static void
+setup(void)
+{
+        pol = policy_new_default();
+        facts = j("{'volumes':{"
+                  "'evil':{'Driver':'local','Options':{'type':'none','o':'bind','device':'/etc'}},"
+                  "'rootvol':{'Driver':'local','Options':{'type':'none','o':'bind','device':'/'}},"
+                  "'disk':{'Driver':'local','Options':{'type':'ext4','device':'/dev/sda2'}},"
+                  "'plain':{'Driver':'local','Options':null,'Labels':{'sandboxd.owner':'1000'}},"
+                  "'other':{'Driver':'local','Options':{},'Labels':{'sandboxd.owner':'2000'}},"
+                  "'nfs':{'Driver':'local','Options':{'type':'nfs','o':'addr=1.2.3.4',"
+                  "'device':':/x'}},"
+                  "'plug':{'Driver':'rexray'},"
+                  "'ctrvol':{'Driver':'local','Options':{'type':'none','o':'bind','device':"
+                  "'/root'}}},"
+                  "'containers':{"
+                  "'hostroot':{'Config':{'Labels':{}},'Mounts':[{'Type':'bind','Source':'/',"
+                  "'Destination':'/h'}]},"
+                  "'mine':{'Config':{'Labels':{'sandboxd.owner':'1000'}},'Mounts':[{'Type':"
+                  "'volume','Name':'plain','Driver':'local'}]},"
+                  "'theirs':{'Config':{'Labels':{'sandboxd.owner':'2000'}},'Mounts':[{'Type':"
+                  "'volume','Name':'plain','Driver':'local'}]},"
+                  "'sneaky':{'Config':{'Labels':{'sandboxd.owner':'1000'}},'Mounts':[{'Type':"
+                  "'volume','Name':'ctrvol','Driver':'local'}]},"
+                  "'ghostly':{'Config':{'Labels':{'sandboxd.owner':'1000'}},'Mounts':[{'Type':"
+                  "'volume','Name':'ghost','Driver':'local'}]}}}");
+}
+
+static void
+teardown(void)
+{
+        pol = policy_free(pol);
+        json_decref(facts);
+}
+
+/* ---- specs ---- */
+
+struct scase {
+        const char *spec;
+        enum policy_verdict v;
+        const char *rule; /* a finding that must be there; "=PARAM": invalid naming PARAM */
+        enum who who;
+};
+
+#define HC(x)  "{'backend':'docker','docker':{'host_config':{" x "}}}"
+#define MNT(x) "{'backend':'docker','mounts':[" x "]}"
+
+static const struct scase scases[] = {
+        {"{'backend':'docker'}", A, NULL, ROOT},
+        {"{'backend':'docker','network':'host'}", D, "container.host-ns", ROOT},
+        {"{'backend':'docker','network':'bridge'}", A, NULL, ROOT},
+        {"{'backend':'docker','network':'weird'}", D, "=network", ROOT},
+        {"{'backend':'docker','docker':{'host_config':{},'foo':1}}", D, "=docker.foo", ROOT},
+        /* the daemon's own defaults pass */
+        {HC("'CapDrop':['ALL'],'CapAdd':['CHOWN','DAC_OVERRIDE','FOWNER','FSETID','SETUID',"
+            "'SETGID','KILL'],'SecurityOpt':['no-new-privileges'],'Init':true,'NetworkMode':'none',"
+            "'Tmpfs':{'/tmp':'rw,nosuid,nodev,size=512m'},'CgroupnsMode':'private',"
+            "'PidsLimit':512,'Memory':67108864,'MemorySwap':67108864,'NanoCpus':500000000,"
+            "'Mounts':[],'LogConfig':{'Type':'none'}"),
+         A, NULL, ROOT},
+        /* protocol mounts */
+        {MNT("{'type':'bind','source':'/','target':'/h'}"), D, "container.mount-root", ROOT},
+        {MNT("{'type':'bind','source':'//','target':'/h'}"), D, "container.mount-root", ROOT},
+        {MNT("{'type':'bind','source':'/proc/self/root','target':'/h'}"), D, NULL, ROOT},
+        {MNT("{'type':'bind','source':'/proc/self/root/etc','target':'/h'}"), D,
+         "container.mount-system", ROOT},
+        {MNT("{'type':'bind','source':'/tmp/../etc','target':'/h'}"), D, "container.mount-system",
+         ROOT},
+        {MNT("{'type':'bind','source':'/var','target':'/v'}"), D, "container.mount-socket", ROOT},
+        {MNT("{'type':'bind','source':'/home','target':'/h'}"), D, "container.mount-credential",
+         ROOT},
+        {MNT("{'type':'bind','source':'/home/user','target':'/h'}"), D,
+         "container.mount-credential", ROOT},
+        {MNT("{'type':'bind','source':'/var/lib/sandboxd/x','target':'/c'}"), D,
+         "container.mount-self", ROOT},
+        {MNT("{'type':'bind','source':'/home/user/project/src','target':'/w'}"), A, NULL, ROOT},
+        {MNT("{'type':'bind','source':'/srv/data','target':'/d'}"), Q, "container.mount-host",
+         ROOT},
+        {MNT("{'type':'bind','source':'src','target':'/d'}"), D, "=mounts[0].source", ROOT},
+        {MNT("{'type':'bind','source':'~/.ssh','target':'/d'}"), D, "=mounts[0].source", ROOT},
+        {MNT("{'type':'bind','source':'','target':'/d'}"), D, "=mounts[0].source", ROOT},
+        {MNT("{'type':'bind','source':'/srv','target':'rel'}"), D, "=mounts[0]", ROOT},
+        {MNT("{'type':'bind','source':'/srv','target':'/x','propagation':'shared'}"), D,
+         "=mounts[0].propagation", ROOT},
+        {MNT("{'type':'npipe','source':'x','target':'/x'}"), D, "=mounts[0].type", ROOT},
+        {MNT("{'type':'volume','source':'evil','target':'/e'}"), D, "container.mount-system", ROOT},
+        {MNT("{'type':'volume','source':'disk','target':'/e'}"), D, "container.volume-device",
+         ROOT},
+        {MNT("{'type':'volume','source':'nfs','target':'/e'}"), D, "container.volume-netfs", ROOT},
+        {MNT("{'type':'volume','source':'plug','target':'/e'}"), D, "container.volume-driver",
+         ROOT},
+        {MNT("{'type':'volume','source':'plug','target':'/e'}"), A, NULL, EXTRA},
+        {MNT("{'type':'volume','source':'plain','target':'/e'}"), A, NULL, ROOT},
+        {MNT("{'type':'volume','source':'x/../y','target':'/e'}"), D, "=mounts[0].source", ROOT},
+        {MNT("{'type':'tmpfs','target':'/t'}"), A, NULL, ROOT},
+        {MNT("{'type':'tmpfs','source':'/etc','target':'/t'}"), D, "=mounts[0].source", ROOT},
+        /* Binds */
+        {HC("'Binds':['//:/h']"), D, "container.mount-root", ROOT},
+        {HC("'Binds':['/var/run/docker.sock:/s:ro']"), D, "container.mount-socket", ROOT},
+        {HC("'Binds':['/run/user/1000:/r']"), D, "container.mount-socket", ROOT},
+        {HC("'Binds':['/home/user/project:/w:rshared']"), Q, "container.propagation", ROOT},
+        {HC("'Binds':['/home/user/project:/w:ro,z']"), A, NULL, ROOT},
+        {HC("'Binds':['evil:/x']"), D, "container.mount-system", ROOT},
+        {HC("'Binds':['rootvol:/x:ro']"), D, "container.mount-root", ROOT},
+        {HC("'Binds':['fresh:/x']"), A, NULL, ROOT},
+        {HC("'Binds':['/anon']"), A, NULL, ROOT},
+        {HC("'Binds':['/anon:ro']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':['C:\\\\x:/y']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':['$HOME:/h']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':['~/.ssh:/h']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':['/srv:/x:weird']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':[':/x']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':['/a:/b:ro:x']"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'Binds':[1]"), D, "=docker.host_config.Binds[0]", ROOT},
+        {HC("'VolumeDriver':'rexray','Binds':['/anon']"), D, "container.volume-driver", ROOT},
+        {HC("'VolumeDriver':'local','Binds':['/anon']"), A, NULL, ROOT},
+        /* Mounts: anonymous volumes with driver options, and every local-driver form */
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{'Name':"
+            "'local','Options':{'type':'none','o':'bind','device':'/'}}}}]"),
+         D, "container.mount-root", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'none','o':'rbind,ro','device':'/home/user'}}}}]"),
+         D, "container.mount-credential", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'ext4','device':'//dev/sda'}}}}]"),
+         D, "container.volume-device", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'none','o':'bind','device':'/proc/self/root/dev/sda'}}}}]"),
+         D, "container.mount-system", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'device':'/dev/sda'}}}}]"),
+         D, "container.volume-device", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'overlay','device':'overlay','o':'lowerdir=/srv/a:/etc,"
+            "upperdir=/srv/u,workdir=/srv/w'}}}}]"),
+         D, "container.mount-system", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'cifs','device':'//10.0.0.1/share','o':'username=x'}}}}]"),
+         D, "container.volume-netfs", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'tmpfs','device':'tmpfs','o':'size=64m,uid=1000'}}}}]"),
+         A, NULL, ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'tmpfs','device':'tmpfs','o':'size=64m,bind'}}}}]"),
+         D, "container.volume-option", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'TYPE':'none'}}}}]"),
+         D, "container.volume-option", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{'Name':"
+            "'rexray'}}}]"),
+         D, "container.volume-driver", ROOT},
+        /* an existing bind-backed volume behind a harmless-looking DriverConfig */
+        {HC("'Mounts':[{'Type':'volume','Source':'evil','Target':'/h','VolumeOptions':{"
+            "'DriverConfig':{'Name':'local'}}}]"),
+         D, "container.mount-system", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Source':'plain','Target':'/h','VolumeOptions':{"
+            "'Labels':{'sandboxd.owner':'0'}}}]"),
+         D, "=docker.host_config.Mounts[0].VolumeOptions.Labels.sandboxd.owner", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Source':'plain','Target':'/h','VolumeOptions':{"
+            "'Subpath':'../x'}}]"),
+         D, "=docker.host_config.Mounts[0].VolumeOptions.Subpath", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Source':'plain','Target':'/h','VolumeOptions':{"
+            "'Subpath':'a/b','NoCopy':true}}]"),
+         A, NULL, ROOT},
+        {HC("'Mounts':[{'Type':'bind','Source':'/','Target':'/h','ReadOnly':true}]"), D,
+         "container.mount-root", ROOT},
+        {HC("'Mounts':[{'Type':'bind','Source':'/home/user/project','Target':'/w','BindOptions':"
+            "{'Propagation':'rshared'}}]"),
+         Q, "container.propagation", ROOT},
+        {HC("'Mounts':[{'Type':'bind','Source':'/home/user/project','Target':'/w','BindOptions':"
+            "{'CreateMountpoint':true,'NonRecursive':true}}]"),
+         A, NULL, ROOT},
+        {HC("'Mounts':[{'Type':'bind','Source':'/srv','Target':'/w','VolumeOptions':{}}]"), D,
+         "=docker.host_config.Mounts[0]", ROOT},
+        {HC("'Mounts':[{'Type':'tmpfs','Target':'/t','TmpfsOptions':{'SizeBytes':1048576,"
+            "'Options':[['nr_inodes','100'],['exec']]}}]"),
+         A, NULL, ROOT},
+        {HC("'Mounts':[{'Type':'tmpfs','Target':'/t','TmpfsOptions':{'Options':[['x-mount',"
+            "'1']]}}]"),
+         D, "container.volume-option", ROOT},
+        {HC("'Mounts':[{'Type':'npipe','Source':'\\\\\\\\.\\\\pipe\\\\docker_engine','Target':"
+            "'/p'}]"),
+         D, "container.mount-type", ROOT},
+        {HC("'Mounts':[{'Type':'image','Source':'busybox','Target':'/i'}]"), D,
+         "container.mount-type", ROOT},
+        {HC("'Mounts':[{'Source':'/','Target':'/h'}]"), D, "=docker.host_config.Mounts[0]", ROOT},
+        {HC("'Mounts':[{'type':'bind','source':'/','target':'/h'}]"), D,
+         "=docker.host_config.Mounts[0].type", ROOT},
+        /* Tmpfs */
+        {HC("'Tmpfs':{'/run':'size=1m,nosuid,mode=1777'}"), A, NULL, ROOT},
+        {HC("'Tmpfs':{'/run':'size=1m,x-foo'}"), D, "container.volume-option", ROOT},
+        {HC("'Tmpfs':{'rel':''}"), D, "=docker.host_config.Tmpfs.rel", ROOT},
+        /* VolumesFrom: the other container's mounts */
+        {HC("'VolumesFrom':['hostroot']"), D, "container.mount-root", ROOT},
+        {HC("'VolumesFrom':['mine:ro']"), A, NULL, ROOT},
+        {HC("'VolumesFrom':['sneaky']"), D, "container.mount-system", ROOT},
+        {HC("'VolumesFrom':['ghostly']"), D, "container.volumes-from", ROOT},
+        {HC("'VolumesFrom':['nosuch']"), D, "container.volumes-from", ROOT},
+        {HC("'VolumesFrom':['bad name']"), D, "=docker.host_config.VolumesFrom[0]", ROOT},
+        /* field names: exactly Docker's, whatever case Docker would accept */
+        {HC("'privileged':true"), D, "=docker.host_config.privileged", ROOT},
+        {HC("'PRIVILEGED':true"), D, "=docker.host_config.PRIVILEGED", ROOT},
+        {HC("'\xc5\xbf"
+            "ecurityOpt':[]"),
+         D,
+         "=docker.host_config.\xc5\xbf"
+         "ecurityOpt",
+         ROOT},
+        {HC("'Foo':1"), D, "=docker.host_config.Foo", ROOT},
+        {HC("'Foo':1,'Bar':{}"), A, NULL, EXTRA},
+        {HC("'Privileged':'yes'"), D, "=docker.host_config.Privileged", ROOT},
+        {HC("'PidsLimit':1.5"), D, "=docker.host_config.PidsLimit", ROOT},
+        /* the ways out that are not mounts */
+        {HC("'Privileged':true"), D, "container.privileged", ROOT},
+        {HC("'Privileged':false"), A, NULL, ROOT},
+        {HC("'PidMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'PidMode':'container:abc'"), D, "container.join-ns", ROOT},
+        {HC("'IpcMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'IpcMode':'shareable'"), A, NULL, ROOT},
+        {HC("'UTSMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'UsernsMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'CgroupnsMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'CgroupnsMode':''"), D, "container.host-ns", ROOT},
+        {HC("'CgroupnsMode':null"), D, "container.host-ns", ROOT},
+        {HC("'NetworkMode':'host'"), D, "container.host-ns", ROOT},
+        {HC("'NetworkMode':'container:abc'"), D, "container.join-ns", ROOT},
+        {HC("'NetworkMode':'corp-net'"), D, "container.network", ROOT},
+        {HC("'NetworkMode':'bridge'"), A, NULL, ROOT},
+        {HC("'Cgroup':'container:abc'"), D, "container.join-ns", ROOT},
+        {HC("'CapAdd':['SYS_ADMIN']"), D, "container.cap", ROOT},
+        {HC("'CapAdd':['cap_sys_ptrace']"), D, "container.cap", ROOT},
+        {HC("'CapAdd':['NET_ADMIN']"), D, "container.cap", ROOT},
+        {HC("'CapAdd':['MKNOD']"), D, "container.cap", ROOT},
+        {HC("'CapAdd':['all']"), D, "container.cap", ROOT},
+        {HC("'CapAdd':['chown','CAP_NET_BIND_SERVICE']"), A, NULL, ROOT},
+        {HC("'CapDrop':[]"), D, "container.cap-drop", ROOT},
+        {HC("'CapDrop':null"), D, "container.cap-drop", ROOT},
+        {HC("'CapDrop':['NET_RAW']"), D, "container.cap-drop", ROOT},
+        {HC("'CapDrop':['all']"), A, NULL, ROOT},
+        {HC("'Devices':[{'PathOnHost':'/dev/fuse','PathInContainer':'/dev/fuse'}]"), D,
+         "container.device", ROOT},
+        {HC("'Devices':[]"), A, NULL, ROOT},
+        {HC("'DeviceCgroupRules':['c 1:3 r']"), D, "container.device", ROOT},
+        {HC("'DeviceRequests':[{'Count':-1,'Capabilities':[['gpu']]}]"), D, "container.device",
+         ROOT},
+        {HC("'SecurityOpt':['seccomp=unconfined','no-new-privileges']"), D, "container.secopt",
+         ROOT},
+        {HC("'SecurityOpt':['apparmor:unconfined','no-new-privileges']"), D, "container.secopt",
+         ROOT},
+        {HC("'SecurityOpt':['label=disable','no-new-privileges']"), D, "container.secopt", ROOT},
+        {HC("'SecurityOpt':['systempaths=unconfined','no-new-privileges']"), D, "container.secopt",
+         ROOT},
+        {HC("'SecurityOpt':['seccomp={\\'defaultAction\\':\\'SCMP_ACT_ALLOW\\'}',"
+            "'no-new-privileges']"),
+         D, "container.secopt", ROOT},
+        {HC("'SecurityOpt':['writable-cgroups=true','no-new-privileges']"), D, "container.secopt",
+         ROOT},
+        {HC("'SecurityOpt':[]"), D, "container.secopt", ROOT},
+        {HC("'SecurityOpt':['no-new-privileges:false']"), D, "container.secopt", ROOT},
+        {HC("'SecurityOpt':['no-new-privileges=maybe']"), D, "=docker.host_config.SecurityOpt[0]",
+         ROOT},
+        {HC("'SecurityOpt':['no-new-privileges=true']"), A, NULL, ROOT},
+        {HC("'MaskedPaths':[]"), D, "container.unmask", ROOT},
+        {HC("'ReadonlyPaths':['/proc/sys']"), D, "container.unmask", ROOT},
+        {HC("'MaskedPaths':null"), A, NULL, ROOT},
+        {HC("'Sysctls':{'kernel.core_pattern':'|/x'}"), D, "container.sysctl", ROOT},
+        {HC("'Sysctls':{'net.ipv4.ip_forward':'1'}"), D, "container.sysctl", ROOT},
+        {HC("'Sysctls':{'net/ipv4/tcp_syncookies':'1','net.ipv4.ping_group_range':'0 1'}"), A, NULL,
+         ROOT},
+        {HC("'PidsLimit':0"), D, "container.pids-limit", ROOT},
+        {HC("'PidsLimit':-1"), D, "container.pids-limit", ROOT},
+        {HC("'PidsLimit':null"), D, "container.pids-limit", ROOT},
+        {HC("'PidsLimit':100"), A, NULL, ROOT},
+        {HC("'OomKillDisable':true"), D, "container.oom", ROOT},
+        {HC("'OomScoreAdj':-500"), D, "container.oom", ROOT},
+        {HC("'OomScoreAdj':500"), A, NULL, ROOT},
+        {HC("'OomScoreAdj':2000"), D, "=docker.host_config.OomScoreAdj", ROOT},
+        {HC("'CgroupParent':'/'"), D, "container.cgroup-parent", ROOT},
+        {HC("'CpuRealtimeRuntime':950000"), D, "container.realtime", ROOT},
+        {HC("'Runtime':'runc'"), D, "container.runtime", ROOT},
+        {HC("'Runtime':''"), A, NULL, ROOT},
+        {HC("'Runtime':'runsc'"), A, NULL, RUNSC},
+        {HC("'Runtime':'runc'"), D, "container.runtime", RUNSC},
+        {HC("'Runtime':''"), D, "container.runtime", RUNSC},
+        {HC("'Annotations':{'org.systemd.property.DeviceAllow':'/dev/sda rw'}"), D,
+         "container.annotations", ROOT},
+        {HC("'Links':['db:db']"), D, "container.links", ROOT},
+        {HC("'RestartPolicy':{'Name':'always'}"), D, "container.lifecycle", ROOT},
+        {HC("'AutoRemove':true"), D, "container.lifecycle", ROOT},
+        {HC("'LogConfig':{'Type':'syslog','Config':{'syslog-address':'udp://1.2.3.4:514'}}"), D,
+         "container.log-driver", ROOT},
+        {HC("'LogConfig':{'Type':'json-file','Config':{'max-size':'1m'}}"), A, NULL, ROOT},
+        {HC("'ContainerIDFile':'/etc/cron.d/x'"), D, "container.host-file", ROOT},
+        {HC("'StorageOpt':{'size':'10G'}"), A, NULL, ROOT},
+        {HC("'StorageOpt':{'dm.basesize':'1G'}"), D, "container.storage-opt", ROOT},
+        {HC("'PortBindings':{'80/tcp':[{'HostIp':'','HostPort':'8080'}]}"), Q, "container.publish",
+         ROOT},
+        {HC("'PortBindings':{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':'80'}]}"), A, NULL, ROOT},
+        {HC("'PortBindings':{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':'x'}]}"), D,
+         "=docker.host_config.PortBindings.80/tcp[0]", ROOT},
+        {HC("'PublishAllPorts':true"), Q, "container.publish", ROOT},
+        {HC("'VolumeDriver':'rexray'"), D, "container.volume-driver", ROOT},
+        {HC("'Isolation':'hyperv'"), D, "=docker.host_config.Isolation", ROOT},
+        /* an unprivileged caller of a root daemon */
+        {MNT("{'type':'bind','source':'/home/user/project/src','target':'/w'}"), D,
+         "container.mount-unprivileged", UNPRIV},
+        {HC("'Binds':['/tmp:/x:ro']"), D, "container.mount-unprivileged", UNPRIV},
+        {MNT("{'type':'volume','source':'plain','target':'/v'}"), A, NULL, UNPRIV},
+        {MNT("{'type':'volume','source':'fresh','target':'/v'}"), A, NULL, UNPRIV},
+        {MNT("{'type':'volume','source':'other','target':'/v'}"), D, "container.volume-foreign",
+         UNPRIV},
+        {MNT("{'type':'volume','source':'evil','target':'/v'}"), D, "container.volume-foreign",
+         UNPRIV},
+        {HC("'VolumesFrom':['mine']"), A, NULL, UNPRIV},
+        {HC("'VolumesFrom':['theirs']"), D, "container.volumes-from", UNPRIV},
+        {HC("'VolumesFrom':['hostroot']"), D, "container.volumes-from", UNPRIV},
+        {HC("'PortBindings':{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':'80'}]}"), D,
+         "container.publish-privileged", UNPRIV},
+        {HC("'PortBindings':{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':'8080'}]}"), A, NULL,
+         UNPRIV},
+        /* Apptainer binds as the caller: the path rules, not the unprivileged one */
+        {"{'backend':'singularity','singularity':{'binds':['/srv/x:/x']}}", Q,
+         "container.mount-host", UNPRIV},
+        {"{'backend':'singularity','singularity':{'binds':['/etc:/e']}}", D,
+         "container.mount-system", ROOT},
+};
+
+START_TEST(test_specs)
+{
+        const struct scase *c = &scases[_i];
+        struct policy_ctx ctx = ctx_for(c->who);
+        struct policy_result r;
+        json_t *spec = j(c->spec);
+
+        policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+        char *d = policy_test_describe(&r);
+        ck_assert_msg(r.verdict == c->v, "spec %d %s: expected %s, got %s (%s)", _i, c->spec,
+                      policy_verdict_name(c->v), policy_verdict_name(r.verdict), d);
+        if (c->rule && c->rule[0] == '=') {
+                ck_assert_msg(r.invalid.code == -32602, "spec %d: not invalid (%s)", _i, d);
+                ck_assert_str_eq(json_string_value(json_object_get(r.invalid.data, "param")),
+                                 c->rule + 1);
+        } else {
+                ck_assert_msg(r.invalid.code == 0, "spec %d: invalid (%s)", _i, d);
+                if (c->rule)
+                        ck_assert_msg(policy_test_has_rule(&r, c->rule),
+                                      "spec %d %s: %s missing (%s)", _i, c->spec, c->rule, d);
+        }
+        free(d);
+        policy_result_clear(&r);
+        json_decref(spec);
+}
+END_TEST
+
+/* Every field of Docker's HostConfig (Engine API 1.41–1.47) is in the table: with a harmless
+ * value each is accepted, and written in another case each is refused naming the field. */
+static const char *const fields[][2] = {
+        {"CpuShares", "512"},
+        {"Memory", "67108864"},
+        {"NanoCpus", "1000000000"},
+        {"CgroupParent", "''"},
+        {"BlkioWeight", "300"},
+        {"BlkioWeightDevice", "[{'Path':'/dev/sda','Weight':200}]"},
+        {"BlkioDeviceReadBps", "[{'Path':'/dev/sda','Rate':1048576}]"},
+        {"BlkioDeviceWriteBps", "[]"},
+        {"BlkioDeviceReadIOps", "null"},
+        {"BlkioDeviceWriteIOps", "[{'Path':'/dev/sda','Rate':100}]"},
+        {"CpuPeriod", "100000"},
+        {"CpuQuota", "50000"},
+        {"CpuRealtimePeriod", "0"},
+        {"CpuRealtimeRuntime", "0"},
+        {"CpusetCpus", "'0-1'"},
+        {"CpusetMems", "'0'"},
+        {"Devices", "[]"},
+        {"DeviceCgroupRules", "[]"},
+        {"DeviceRequests", "null"},
+        {"KernelMemory", "0"},
+        {"KernelMemoryTCP", "0"},
+        {"MemoryReservation", "0"},
+        {"MemorySwap", "-1"},
+        {"MemorySwappiness", "null"},
+        {"OomKillDisable", "false"},
+        {"PidsLimit", "64"},
+        {"Ulimits", "[{'Name':'nofile','Soft':1024,'Hard':2048}]"},
+        {"CpuCount", "0"},
+        {"CpuPercent", "0"},
+        {"IOMaximumIOps", "0"},
+        {"IOMaximumBandwidth", "0"},
+        {"Binds", "['/anon']"},
+        {"ContainerIDFile", "''"},
+        {"LogConfig", "{'Type':'local','Config':{}}"},
+        {"NetworkMode", "'none'"},
+        {"PortBindings", "{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':''}]}"},
+        {"RestartPolicy", "{'Name':'no','MaximumRetryCount':0}"},
+        {"AutoRemove", "false"},
+        {"VolumeDriver", "''"},
+        {"VolumesFrom", "[]"},
+        {"ConsoleSize", "[24,80]"},
+        {"Annotations", "{}"},
+        {"CapAdd", "['KILL']"},
+        {"CapDrop", "['ALL']"},
+        {"CgroupnsMode", "'private'"},
+        {"Dns", "['1.1.1.1']"},
+        {"DnsOptions", "['ndots:1']"},
+        {"DnsSearch", "['example.com']"},
+        {"ExtraHosts", "['db:10.0.0.2']"},
+        {"GroupAdd", "['audio']"},
+        {"IpcMode", "'private'"},
+        {"Cgroup", "''"},
+        {"Links", "null"},
+        {"OomScoreAdj", "0"},
+        {"PidMode", "''"},
+        {"Privileged", "false"},
+        {"PublishAllPorts", "false"},
+        {"ReadonlyRootfs", "true"},
+        {"SecurityOpt", "['no-new-privileges']"},
+        {"StorageOpt", "{}"},
+        {"Tmpfs", "{'/run':'size=1m'}"},
+        {"UTSMode", "''"},
+        {"UsernsMode", "''"},
+        {"ShmSize", "67108864"},
+        {"Sysctls", "{'kernel.shm_rmid_forced':'1'}"},
+        {"Runtime", "''"},
+        {"Isolation", "'default'"},
+        {"Mounts", "[{'Type':'tmpfs','Target':'/t'}]"},
+        {"MaskedPaths", "null"},
+        {"ReadonlyPaths", "null"},
+        {"Init", "true"},
+};
+
+START_TEST(test_every_field)
+{
+        struct policy_ctx ctx = ctx_for(ROOT);
+        struct policy_result r;
+        char *lower = xstrdup(fields[_i][0]);
+        char *s = xasprintf("{'docker':{'host_config':{'%s':%s}}}", fields[_i][0], fields[_i][1]);
+        json_t *spec = j(s);
+
+        policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+        char *d = policy_test_describe(&r);
+        ck_assert_msg(r.verdict == POLICY_ALLOW && !r.invalid.code, "%s: %s", s, d);
+        free(d);
+        policy_result_clear(&r);
+        json_decref(spec);
+        free(s);
+        for (char *c = lower; *c; c++)
+                *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        s = xasprintf("{'docker':{'host_config':{'%s':%s}}}", lower, fields[_i][1]);
+        spec = j(s);
+        policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+        ck_assert_int_eq(r.invalid.code, -32602);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert_msg(strstr(r.invalid.message, fields[_i][0]) != NULL, "%s", r.invalid.message);
+        policy_result_clear(&r);
+        json_decref(spec);
+        free(s);
+        free(lower);
+}
+END_TEST
+
+/* A flood of ASK findings cannot push a DENY out of the findings. */
+START_TEST(test_many_findings_keep_deny)
+{
+        struct policy_ctx ctx = ctx_for(ROOT);
+        struct policy_result r;
+        json_t *binds = json_array();
+
+        for (int k = 0; k < 100; k++)
+                json_array_append_new(binds, json_sprintf("/srv/d%d:/d%d", k, k));
+        json_array_append_new(binds, json_string("/:/host"));
+        json_t *spec = json_pack("{s:{s:{s:o}}}", "docker", "host_config", "Binds", binds);
+        policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "container.mount-root"));
+        policy_result_clear(&r);
+        json_decref(spec);
+}
+END_TEST
+
+/* A symlink inside the workspace that points at /etc is judged as /etc. */
+START_TEST(test_symlink_in_workspace)
+{
+        char dir[] = "/tmp/check_container_ws_XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *link = xasprintf("%s/innocent", dir);
+        ck_assert_int_eq(symlink("/etc", link), 0);
+        struct policy_ctx ctx = ctx_for(ROOT);
+        struct policy_result r;
+        ctx.workspace = dir;
+        json_t *spec = json_pack("{s:[{s:s,s:s,s:s}]}", "mounts", "type", "bind", "source", link,
+                                 "target", "/w");
+
+        policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "container.mount-system"));
+        ck_assert(r.host_access);
+        policy_result_clear(&r);
+        json_decref(spec);
+        unlink(link);
+        rmdir(dir);
+        free(link);
+}
+END_TEST
+
+/* The operator's lists: names only, never a field the table checks (in any case). */
+START_TEST(test_config_check)
+{
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(policy_container_config_check("Foo, Bar", "rexray convoy", &err), 0);
+        ck_assert_int_eq(policy_container_config_check(NULL, NULL, &err), 0);
+        ck_assert_int_lt(policy_container_config_check("Privileged", NULL, &err), 0);
+        ck_assert_ptr_nonnull(strstr(err.message, "Privileged"));
+        sbx_error_clear(&err);
+        ck_assert_int_lt(policy_container_config_check("Foo,privileged", NULL, &err), 0);
+        sbx_error_clear(&err);
+        ck_assert_int_lt(policy_container_config_check("foo", NULL, &err), 0);
+        sbx_error_clear(&err);
+        ck_assert_int_lt(policy_container_config_check(NULL, "local", &err), 0);
+        sbx_error_clear(&err);
+        ck_assert_int_lt(policy_container_config_check(NULL, "a b;c", &err), 0);
+        sbx_error_clear(&err);
+}
+END_TEST
+
+/* ---- docker / podman argv ---- */
+
+struct ccase {
+        const char *cmd;
+        enum policy_verdict v;
+        const char *rule;
+};
+
+static const struct ccase ccases[] = {
+        {"docker run -v=/:/h img", D, "container.mount-root"},
+        {"docker run --volume=/:/h img", D, "container.mount-root"},
+        {"docker run --volume /:/h img", D, "container.mount-root"},
+        {"docker run -itv/:/h img", D, "container.mount-root"},
+        {"docker run -dv=/etc:/e img", D, "container.mount-system"},
+        {"docker run -v //:/h img", D, "container.mount-root"},
+        {"docker run -v /home/user/project/src:/src img", A, NULL},
+        {"docker run -v ./src:/src img", A, NULL},
+        {"docker run -v ~/.ssh:/s img", D, "container.mount-credential"},
+        {"docker run -v ~root/x:/s img", D, "container.mount-system"},
+        {"docker run -v ~nosuchuser42/x:/s img", Q, "container.cli-unknown"},
+        {"docker run -v x/y:/s img", D, "container.mount-unresolved"},
+        {"docker run -v \"$X\":/h img", Q, "container.cli-unknown"},
+        {"docker run -v \"$(pwd)\":/w img", Q, "container.cli-unknown"},
+        {"docker run -v 'C:\\x:/y' img", Q, "container.cli-unknown"},
+        {"docker run --mount type=volume,volume-opt=type=none,volume-opt=o=bind,"
+         "volume-opt=device=/,dst=/h img",
+         D, "container.mount-root"},
+        {"docker run --mount 'type=volume,\"volume-opt=o=bind,ro\",volume-opt=type=none,"
+         "volume-opt=device=/etc,dst=/h' img",
+         D, "container.mount-system"},
+        {"docker run --mount type=volume,volume-driver=rexray,dst=/h img", D,
+         "container.volume-driver"},
+        {"docker run --mount type=bind,src=/,dst=/h img", D, "container.mount-root"},
+        {"docker run --mount type=tmpfs,dst=/t img", A, NULL},
+        {"docker run --mount type=npipe,src=x,dst=/y img", D, "container.mount-type"},
+        {"docker run --mount type=bind,src=/srv,dst=/s,bogus=1 img", Q, "container.cli-unknown"},
+        {"docker run --privileged img", D, "container.privileged"},
+        {"docker run --privileged=true img", D, "container.privileged"},
+        {"docker run --privileged=yes img", D, "container.privileged"},
+        {"docker run --privileged false", D, "container.privileged"},
+        {"docker run --privileged=false img", A, NULL},
+        {"docker run --security-opt seccomp=unconfined img", D, "container.secopt"},
+        {"docker run --security-opt=apparmor:unconfined img", D, "container.secopt"},
+        {"docker run --security-opt no-new-privileges img", A, NULL},
+        {"podman run --security-opt unmask=ALL img", D, "container.unmask"},
+        {"podman run --security-opt mask=/proc/x img", A, NULL},
+        {"docker run --device=/dev/sda img", D, "container.device"},
+        {"docker run --device /dev/fuse img", D, "container.device"},
+        {"docker run --gpus all img", D, "container.device"},
+        {"docker run --device-cgroup-rule 'b 8:* rwm' img", D, "container.device"},
+        {"docker run --pid=host img", D, "container.host-ns"},
+        {"docker run --pid host img", D, "container.host-ns"},
+        {"docker run --net=host img", D, "container.host-ns"},
+        {"docker run --network container:x img", D, "container.join-ns"},
+        {"docker run --network corp-net img", A, NULL},
+        {"docker run --userns=host img", D, "container.host-ns"},
+        {"docker run --uts=host img", D, "container.host-ns"},
+        {"docker run --ipc host img", D, "container.host-ns"},
+        {"docker run --cgroupns=host img", D, "container.host-ns"},
+        {"podman run --userns=keep-id img", A, NULL},
+        {"podman run --pid=ns:/proc/1/ns/pid img", D, "container.host-ns"},
+        {"podman run --network=slirp4netns img", A, NULL},
+        {"docker run --cap-add SYS_ADMIN img", D, "container.cap"},
+        {"docker run --cap-add=NET_ADMIN img", D, "container.cap"},
+        {"docker run --cap-add MKNOD img", A, NULL},
+        {"docker run --cap-drop NET_RAW img", A, NULL},
+        {"docker run --sysctl kernel.panic=1 img", D, "container.sysctl"},
+        {"docker run --sysctl net.ipv4.ping_group_range='0 1' img", A, NULL},
+        {"docker run -p 8080:80 img", Q, "container.publish"},
+        {"docker run -p 80 img", Q, "container.publish"},
+        {"docker run -p 127.0.0.1:8080:80 img", A, NULL},
+        {"docker run -p '[::1]:8080:80/udp' img", A, NULL},
+        {"docker run -p [::1]:8080:80 img", Q, "container.cli-unknown"},
+        {"docker run -P img", Q, "container.publish"},
+        {"docker run -dP img", Q, "container.publish"},
+        {"docker run --tmpfs /run:size=1m img", A, NULL},
+        {"docker run --tmpfs /run:x-foo img", D, "container.volume-option"},
+        {"docker run --volumes-from other img", Q, "container.cli-unknown"},
+        {"docker run --pids-limit -1 img", D, "container.pids-limit"},
+        {"docker run --pids-limit=100 img", A, NULL},
+        {"docker run --oom-kill-disable img", D, "container.oom"},
+        {"docker run --oom-score-adj=-1000 img", D, "container.oom"},
+        {"docker run --cgroup-parent=/ img", D, "container.cgroup-parent"},
+        {"docker run --runtime=nvidia img", D, "container.runtime"},
+        {"docker run --use-api-socket img", D, "container.mount-socket"},
+        {"docker run --annotation org.systemd.property.X=y img", D, "container.annotations"},
+        {"podman run --rootfs / sh", D, "container.mount-root"},
+        {"podman run --hooks-dir /tmp/h img", D, "container.hooks"},
+        {"podman run --runtime-flag=debug img", D, "container.runtime"},
+        {"podman run --init-path /etc/x img", D, "container.mount-system"},
+        {"docker run --unknown-flag -v /:/h img", D, "container.mount-root"},
+        {"docker run --unknown-flag img", Q, "container.cli-unknown"},
+        {"docker run -Z img", Q, "container.cli-unknown"},
+        {"docker run $OPTS img", Q, "container.cli-unknown"},
+        {"docker run img -v /:/h", A, NULL},
+        {"docker run -- img --privileged", A, NULL},
+        {"docker run --rm -it --name x -e A=1 -w /w -u 1000 --log-driver syslog img sh", A, NULL},
+        {"docker run --read-only --init -m 512m --cpus 2 --restart always img", A, NULL},
+        {"docker create --privileged img", D, "container.privileged"},
+        {"docker container run --privileged img", D, "container.privileged"},
+        {"nerdctl run -v /:/h img", D, "container.mount-root"},
+        {"docker exec --privileged c sh", D, "container.privileged"},
+        {"docker volume create --opt type=none --opt o=bind --opt device=/etc v", D,
+         "container.mount-system"},
+        {"docker volume create -o type=ext4 -o device=/dev/sda2 v", D, "container.volume-device"},
+        {"docker volume create -otype=none -oo=bind -odevice=/ v", D, "container.mount-root"},
+        {"docker volume create --opt=type=nfs --opt=o=addr=1.2.3.4 v", D, "container.volume-netfs"},
+        {"docker volume create -d rexray v", D, "container.volume-driver"},
+        {"docker volume create v", A, NULL},
+        {"docker volume create -o device=\"$D\" -o o=bind v", Q, "container.cli-unknown"},
+};
+
+START_TEST(test_cli)
+{
+        const struct ccase *c = &ccases[_i];
+        struct policy_ctx ctx = {.backend = "local",
+                                 .host_access = true,
+                                 .cwd = "/home/user/project",
+                                 .home = "/home/user",
+                                 .protected_paths = prot,
+                                 .workspace = "/home/user/project"};
+        struct policy_result r;
+
+        policy_eval_command(pol, &ctx, c->cmd, &r);
+        char *d = policy_test_describe(&r);
+        ck_assert_msg(r.verdict == c->v, "case %d [%s]: expected %s, got %s (%s)", _i, c->cmd,
+                      policy_verdict_name(c->v), policy_verdict_name(r.verdict), d);
+        if (c->rule)
+                ck_assert_msg(policy_test_has_rule(&r, c->rule), "case %d [%s]: %s missing (%s)",
+                              _i, c->cmd, c->rule, d);
+        ck_assert_int_eq(r.invalid.code, 0);
+        free(d);
+        policy_result_clear(&r);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+        Suite *s = suite_create("container");
+        TCase *tc = tcase_create("specs");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_loop_test(tc, test_specs, 0, (int) ARRAY_SIZE(scases));
+        tcase_add_loop_test(tc, test_every_field, 0, (int) ARRAY_SIZE(fields));
+        tcase_add_test(tc, test_many_findings_keep_deny);
+        tcase_add_test(tc, test_symlink_in_workspace);
+        tcase_add_test(tc, test_config_check);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("cli");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_loop_test(tc, test_cli, 0, (int) ARRAY_SIZE(ccases));
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int
+main(void)
+{
+        SRunner *sr = srunner_create(suite());
+
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
