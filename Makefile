@@ -191,18 +191,29 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# libFuzzer target for the policy parser: build/fuzz/fuzz_policy, run for FUZZ_SECONDS.
+# libFuzzer targets, each run for FUZZ_SECONDS: the policy parser (build/fuzz/fuzz_policy) and
+# the container checks with the HTTP helpers (build/fuzz/fuzz_container).
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c protocol/codec.c
-fuzz: build/fuzz/fuzz_policy
-	@mkdir -p build/fuzz/corpus
+FUZZ_FLAGS   := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
+FUZZ_RUN     := -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048
+fuzz: build/fuzz/fuzz_policy build/fuzz/fuzz_container
+	@mkdir -p build/fuzz/corpus build/fuzz/corpus_container
 	cp -n fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
-	build/fuzz/fuzz_policy -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-		-rss_limit_mb=2048 build/fuzz/corpus
+	cp -n fuzz/corpus_container/* build/fuzz/corpus_container/ 2>/dev/null || true
+	build/fuzz/fuzz_policy $(FUZZ_RUN) -max_len=4096 build/fuzz/corpus
+	build/fuzz/fuzz_container $(FUZZ_RUN) -max_len=4096 -dict=fuzz/container.dict \
+		build/fuzz/corpus_container
 
 build/fuzz/fuzz_policy: fuzz/fuzz_policy.c $(FUZZ_SRC) $(wildcard policy/*.h)
 	@mkdir -p build/fuzz
-	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
-		$(shell $(PKG_CONFIG) --cflags jansson) -o $@ fuzz/fuzz_policy.c $(FUZZ_SRC) \
-		$(shell $(PKG_CONFIG) --libs jansson)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell $(PKG_CONFIG) --cflags jansson) -o $@ fuzz/fuzz_policy.c \
+		$(FUZZ_SRC) $(shell $(PKG_CONFIG) --libs jansson)
+
+build/fuzz/fuzz_container: fuzz/fuzz_container.c $(FUZZ_SRC) backends/http.c backends/http1.c \
+		$(wildcard policy/*.h backends/http*.h)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell $(PKG_CONFIG) --cflags jansson libuv libcurl) -o $@ \
+		fuzz/fuzz_container.c $(FUZZ_SRC) backends/http.c backends/http1.c \
+		$(shell $(PKG_CONFIG) --libs jansson libuv) -ldl

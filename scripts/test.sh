@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what is missing, starts the services the tests need (dockerd) and runs every
-# test: format check, unit and integration tests, then the same again under ASan/UBSan, then a
-# bounded libFuzzer run of the policy parser.
+# test: format check, unit and integration tests, then the same again under ASan/UBSan, then
+# bounded libFuzzer runs of the policy parser and of the container checks + HTTP helpers.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -16,6 +16,6 @@ make -j"$(nproc)" all
 make check
 make -j"$(nproc)" SANITIZE=address,undefined all
 ASAN_OPTIONS=detect_leaks=1 make SANITIZE=address,undefined check
-# The policy parser under libFuzzer (with ASan/UBSan) for a bounded time.
+# The libFuzzer targets (with ASan/UBSan) for a bounded time each.
 make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"
