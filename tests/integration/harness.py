@@ -222,3 +222,12 @@ class DaemonTest(unittest.TestCase):
             self.assertEqual((cm.exception.data or {}).get("param"), param,
                              cm.exception.message)
         return cm.exception
+
+
+_uniq = itertools.count(1)
+
+
+def uniq_secs(base):
+    """A sleep duration no other test run on this host uses ("100.004217000001"), so that
+    pgrep/pkill -f of it find only this test's processes."""
+    return "%d.%06d%06d" % (base, os.getpid() % 1000000, next(_uniq))

@@ -6,7 +6,7 @@ import socket
 import time
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError, b64
+from harness import Daemon, DaemonTest, RpcError, b64, uniq_secs
 
 
 def rpc(method, params=None, rid=1):
@@ -252,22 +252,24 @@ class Exec(DaemonTest):
 
     def test_timeout_kills_tree_and_keeps_output(self):
         start = time.monotonic()
-        r = self.c.call("exec", {"command": "echo before; sleep 100 & sleep 100; echo never",
-                                 "timeout_s": 1})
+        t = uniq_secs(100)
+        r = self.c.call("exec", {"command": "echo before; sleep %s & sleep %s; echo never"
+                                 % (t, t), "timeout_s": 1})
         self.assertLess(time.monotonic() - start, 10)
         self.assertTrue(r["timed_out"])
         self.assertEqual(r["stdout"], "before\n")
         self.assertIn(r["signal"], ("SIGTERM", "SIGKILL"))
-        ps = self.c.call("exec", {"argv": ["pgrep", "-f", "sleep 100"]})
+        ps = self.c.call("exec", {"argv": ["pgrep", "-f", "sleep " + t]})
         self.assertEqual(ps["stdout"], "", "the tree must be gone")
 
     def test_background_grandchild_does_not_hang(self):
         start = time.monotonic()
-        r = self.c.call("exec", {"command": "sleep 30 & echo started", "timeout_s": 20})
+        t = uniq_secs(30)
+        r = self.c.call("exec", {"command": "sleep %s & echo started" % t, "timeout_s": 20})
         self.assertLess(time.monotonic() - start, 5)
         self.assertEqual(r["stdout"], "started\n")
         self.assertFalse(r["timed_out"])
-        self.c.call("exec", {"command": "pkill -f 'sleep 30' || true"})
+        self.c.call("exec", {"command": "pkill -f 'sleep %s' || true" % t})
 
     def test_closes_stdout_early(self):
         r = self.c.call("exec", {"command": "exec >&-; sleep 0.2; exit 3"})
@@ -397,14 +399,15 @@ class Processes(DaemonTest):
 
     def test_disconnect_kills_foreground_keeps_background(self):
         c2 = self.daemon.client()
-        c2.send(rpc("exec", {"command": "sleep 77 & sleep 78", "timeout_s": 60}))
+        t77, t78 = uniq_secs(77), uniq_secs(78)
+        c2.send(rpc("exec", {"command": "sleep %s & sleep %s" % (t77, t78), "timeout_s": 60}))
         bg = c2.call("exec", {"command": "echo kept; sleep 79", "background": True},
                      timeout=10)["exec_id"]
         c2.send(rpc("exec", {"command": "true"}, 99))  # keep the connection busy
         c2.close()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            ps = self.c.call("exec", {"argv": ["pgrep", "-f", "sleep 7[78]"]})
+            ps = self.c.call("exec", {"argv": ["pgrep", "-f", "sleep (%s|%s)" % (t77, t78)]})
             if ps["stdout"] == "":
                 break
             time.sleep(0.1)

@@ -4,7 +4,7 @@ import subprocess
 import time
 import unittest
 
-from harness import Daemon, DaemonTest
+from harness import Daemon, DaemonTest, uniq_secs
 
 
 def rss_kib(pid):
@@ -46,9 +46,10 @@ class Shutdown(unittest.TestCase):
     def test_sigterm_kills_trees_and_exits_zero(self):
         d = Daemon()
         c = d.client()
-        c.call("exec", {"command": "sleep 301", "background": True})
+        t = [uniq_secs(n) for n in (301, 302, 303)]
+        c.call("exec", {"command": "sleep " + t[0], "background": True})
         c.send({"jsonrpc": "2.0", "id": 50, "method": "exec",
-                "params": {"command": "sleep 302 & sleep 303", "timeout_s": 600}})
+                "params": {"command": "sleep %s & sleep %s" % (t[1], t[2]), "timeout_s": 600}})
         time.sleep(0.3)
         log = None
         d.proc.send_signal(15)
@@ -62,7 +63,7 @@ class Shutdown(unittest.TestCase):
             pass
         log = d.stop(expect=0)
         self.assertTrue(got_stopping, "clients are told the daemon is stopping")
-        left = subprocess.run(["pgrep", "-f", "sleep 30[123]"], capture_output=True, text=True)
+        left = subprocess.run(["pgrep", "-f", "sleep (%s)" % "|".join(t)], capture_output=True, text=True)
         self.assertEqual(left.stdout, "", "processes left behind:\n" + log)
         self.assertTrue(any("STOPPING=1" in n for n in d.notifications))
 
