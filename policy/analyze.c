@@ -474,6 +474,14 @@ check_write(struct eval *ev, int k, const struct word *w, bool del)
         }
 }
 
+/* Whether path is a credential file or lies in a credential directory (the lists above):
+ * file.read (policy/pathcheck.c) asks before handing one to a client. */
+bool
+analyze_is_credential(const char *path)
+{
+        return has_component(path, cred_dirs) || in_list(base(path), cred_files);
+}
+
 static bool
 was_written(struct eval *ev, const struct word *w)
 {

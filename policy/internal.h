@@ -155,6 +155,8 @@ void analyze_add_file(struct eval *ev, int unit, const char *id, enum policy_ver
                       const char *message, const char *match);
 /* Lexically normalises a path word against the tracked cwd/home; NULL if unknowable. */
 const char *analyze_path(struct eval *ev, const char *s);
+/* Whether path names a credential file or directory (file.read). */
+bool analyze_is_credential(const char *path);
 /* Parses and analyses a carrier payload at depth+1 on behalf of unit. */
 void analyze_payload(struct eval *ev, int unit, const char *script);
 

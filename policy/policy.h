@@ -96,6 +96,19 @@ int policy_container_config_check(const char *unchecked_fields, const char *volu
 /* Docker's rule for volume and container names: [A-Za-z0-9][A-Za-z0-9_.-]+ (at most 255). */
 bool policy_container_name_ok(const char *name);
 
+/* A file operation: file.write (create, truncate, append) or file.read of one path. */
+struct policy_file_op {
+        const char *path; /* absolute; what is really opened when the backend resolved it */
+        bool write;
+        int mode;       /* mode a write sets, -1 none */
+        unsigned nlink; /* hard links of the existing file (0: new or unknown) */
+};
+
+/* Judges a file operation with the path rules of a shell write (`> path`, `chmod mode path`)
+ * or, for a read, the credential and secret-file rules. Fills *out like policy_eval_command. */
+void policy_eval_file(const struct policy *p, const struct policy_ctx *ctx,
+                      const struct policy_file_op *op, struct policy_result *out);
+
 /* Releases the findings. */
 void policy_result_clear(struct policy_result *r);
 /* "allow" | "ask" | "deny". */
