@@ -134,6 +134,23 @@ typedef void (*backend_progress_cb)(void *ctx, const char *phase, const char *me
 typedef void (*backend_probe_cb)(void *ctx, bool available, const char *reason, const char *hint,
                                  json_t *details /* steals */);
 
+/* What a file op will really touch, once the backend has resolved the path as the caller. */
+struct backend_file_target {
+        const char *path; /* absolute, symlinks and ".." resolved */
+        bool exists;      /* false: the op creates it */
+        unsigned nlink;   /* hard links of the existing file */
+};
+/* The daemon's answer to a backend_judge_fn: deny NULL means go ahead; otherwise the backend
+ * touches nothing and completes the op with deny (borrowed for the call). */
+typedef void (*backend_verdict_cb)(void *op, const struct sbx_error *deny);
+/* Asks the daemon (ctx: the op's ctx) to judge t before anything is opened for writing or
+ * read; done(op, …) may run before this returns or much later (an approval). A backend whose
+ * paths are host paths calls it exactly once per op, after resolving and before touching the
+ * file, while it holds what it resolved (so what is judged is what is opened); backends whose
+ * paths live in an isolated sandbox may skip it (the daemon judged the requested path). */
+typedef void (*backend_judge_fn)(void *ctx, const struct backend_file_target *t,
+                                 backend_verdict_cb done, void *op);
+
 struct backend_file_write {
         const char *path;
         const void *data;
@@ -184,10 +201,12 @@ struct backend_ops {
         /* Frees the handle after on_exit was delivered. */
         void (*exec_release)(struct backend_proc *p);
 
+        /* File ops refuse what is not a regular file and never block the loop; judge: see
+         * backend_judge_fn. */
         void (*file_read)(struct backend_sandbox *bsb, const char *path, uint64_t offset,
-                          size_t max_bytes, void *ctx, backend_read_cb cb);
+                          size_t max_bytes, void *ctx, backend_judge_fn judge, backend_read_cb cb);
         void (*file_write)(struct backend_sandbox *bsb, const struct backend_file_write *w,
-                           void *ctx, backend_done_cb cb);
+                           void *ctx, backend_judge_fn judge, backend_done_cb cb);
 
         /* Start-up, after re-adoption: removes what this daemon instance (config key
          * "instance") left on the backend for sandboxes it has no record of, i.e. whose id is

@@ -58,7 +58,7 @@ docker_fread_free(struct docker_fread *r)
 }
 
 static void
-docker_fread_deliver(struct docker_fread *r, struct sbx_error *err)
+docker_fread_deliver(struct docker_fread *r, const struct sbx_error *err)
 {
         bool eof = r->offset + r->out.len >= r->size;
 
@@ -210,12 +210,34 @@ docker_fread_exec_cb(void *ctx, int code, const char *out, size_t len, const str
         docker_fread_deliver(r, NULL);
 }
 
-/* Reads up to max_bytes of a file from offset. */
+static void
+docker_fread_judged_cb(void *op, const struct sbx_error *deny)
+{
+        struct docker_fread *r = op;
+        char off[32], max[32];
+        char *argv[] = {"sh", "-c", (char *) remote_sh_read, r->path, off, max, NULL};
+
+        if (deny) {
+                docker_fread_deliver(r, deny);
+                return;
+        }
+        if (!docker_file_on_tmpfs(r->sb, r->path)) {
+                docker_fread_start(r);
+                return;
+        }
+        snprintf(off, sizeof(off), "%llu", (unsigned long long) r->offset + 1);
+        snprintf(max, sizeof(max), "%zu", r->max);
+        docker_helper(r->sb, argv, NULL, 0, r, docker_fread_exec_cb);
+}
+
+/* Reads up to max_bytes of a file from offset. Paths are the container's and symlinks resolve
+ * inside it: judge gets the requested path. */
 void
 docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
-                 void *ctx, backend_read_cb cb)
+                 void *ctx, backend_judge_fn judge, backend_read_cb cb)
 {
         struct docker_fread *r;
+        struct backend_file_target t = {path, false, 0};
 
         if (!path || path[0] != '/') {
                 struct sbx_error err = {0};
@@ -232,21 +254,16 @@ docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, 
         r->max = max_bytes;
         r->ctx = ctx;
         r->cb = cb;
-        if (docker_file_on_tmpfs(sb, path)) {
-                char off[32], max[32];
-                char *argv[] = {"sh", "-c", (char *) remote_sh_read, r->path, off, max, NULL};
-                snprintf(off, sizeof(off), "%llu", (unsigned long long) offset + 1);
-                snprintf(max, sizeof(max), "%zu", max_bytes);
-                docker_helper(sb, argv, NULL, 0, r, docker_fread_exec_cb);
-                return;
-        }
-        docker_fread_start(r);
+        judge(ctx, &t, docker_fread_judged_cb, r);
 }
 
 struct docker_fwrite {
         struct backend_sandbox *sb;
         char *path;
-        struct buf tar;
+        struct buf tar; /* the archive to PUT, or the data for the helper */
+        bool helper;    /* appends and tmpfs paths: a `cat` helper exec */
+        bool append, mkdir;
+        char mode[16]; /* octal, "-" for none */
         void *ctx;
         backend_done_cb cb;
 };
@@ -268,7 +285,7 @@ docker_fwrite_exec_cb(void *ctx, int code, const char *out, size_t len,
         struct docker_fwrite *w = ctx;
         struct sbx_error err = {0};
 
-        if (!herr && code != 0)
+        if (!herr && !remote_sh_write_error(&err, w->path, code) && code != 0)
                 sbx_error_param(&err, "path", "cannot write '%s' in the sandbox (exit %d)", w->path,
                                 code);
         docker_fwrite_finish(w, herr ? herr : err.code ? &err : NULL);
@@ -326,14 +343,40 @@ docker_fwrite_mkdir_cb(void *ctx, int code, const char *out, size_t len,
         docker_fwrite_put(w);
 }
 
-/* Writes a file. */
+static void
+docker_fwrite_judged_cb(void *op, const struct sbx_error *deny)
+{
+        struct docker_fwrite *w = op;
+        char *argv[] = {"sh",
+                        "-c",
+                        (char *) remote_sh_write,
+                        w->path,
+                        w->mode,
+                        w->append ? "1" : "0",
+                        w->mkdir ? "1" : "0",
+                        NULL};
+        char *mkdir_argv[] = {"sh", "-c", (char *) remote_sh_mkdir_parent, w->path, NULL};
+
+        if (deny)
+                docker_fwrite_finish(w, deny);
+        else if (w->helper)
+                docker_helper(w->sb, argv, w->tar.data ? w->tar.data : "", w->tar.len, w,
+                              docker_fwrite_exec_cb);
+        else if (w->mkdir)
+                docker_helper(w->sb, mkdir_argv, NULL, 0, w, docker_fwrite_mkdir_cb);
+        else
+                docker_fwrite_put(w);
+}
+
+/* Writes a file (judge: as for docker_file_read). */
 void
 docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *fw, void *ctx,
-                  backend_done_cb cb)
+                  backend_judge_fn judge, backend_done_cb cb)
 {
         struct docker_fwrite *w;
         const char *slash = fw->path ? strrchr(fw->path, '/') : NULL;
-        char mode[16];
+        struct backend_file_target t = {fw->path, false, 0};
+        unsigned mode = fw->mode >= 0 ? (unsigned) fw->mode & 07777 : 0644u;
 
         if (!slash || fw->path[0] != '/' || !slash[1]) {
                 struct sbx_error err = {0};
@@ -348,26 +391,19 @@ docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *f
         w->path = xstrdup(fw->path);
         w->ctx = ctx;
         w->cb = cb;
-        snprintf(mode, sizeof(mode), "%o", fw->mode >= 0 ? (unsigned) fw->mode & 07777 : 0644u);
-        if (fw->append || docker_file_on_tmpfs(sb, fw->path)) {
-                char *argv[] = {"sh",
-                                "-c",
-                                (char *) remote_sh_write,
-                                w->path,
-                                fw->mode >= 0 ? mode : "-",
-                                fw->append ? "1" : "0",
-                                fw->mkdir ? "1" : "0",
-                                NULL};
-                docker_helper(sb, argv, fw->data ? fw->data : "", fw->len, w,
-                              docker_fwrite_exec_cb);
-                return;
+        w->append = fw->append;
+        w->mkdir = fw->mkdir;
+        w->helper = fw->append || docker_file_on_tmpfs(sb, fw->path);
+        if (fw->mode >= 0)
+                snprintf(w->mode, sizeof(w->mode), "%o", mode);
+        else
+                strcpy(w->mode, "-");
+        /* What is written is copied now: fw is the daemon's only for this call. */
+        if (w->helper) {
+                buf_append(&w->tar, fw->data ? fw->data : "", fw->len);
+        } else {
+                docker_tar_file(&w->tar, slash + 1, mode, fw->data, fw->len);
+                docker_tar_end(&w->tar);
         }
-        docker_tar_file(&w->tar, slash + 1, (unsigned) strtoul(mode, NULL, 8), fw->data, fw->len);
-        docker_tar_end(&w->tar);
-        if (fw->mkdir) {
-                char *argv[] = {"sh", "-c", (char *) remote_sh_mkdir_parent, w->path, NULL};
-                docker_helper(sb, argv, NULL, 0, w, docker_fwrite_mkdir_cb);
-                return;
-        }
-        docker_fwrite_put(w);
+        judge(ctx, &t, docker_fwrite_judged_cb, w);
 }

@@ -185,9 +185,9 @@ void docker_exec_release(struct backend_proc *p);
 
 /* Files (docker_file.c), the backend_ops entries. */
 void docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset,
-                      size_t max_bytes, void *ctx, backend_read_cb cb);
+                      size_t max_bytes, void *ctx, backend_judge_fn judge, backend_read_cb cb);
 void docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
-                       backend_done_cb cb);
+                       backend_judge_fn judge, backend_done_cb cb);
 
 /* Minimal ustar (docker_tar.c). */
 struct docker_tar_entry {

@@ -1,7 +1,6 @@
 /* local.c — the local backend: processes on the host, as the caller, each in its own session,
  * with per-sandbox cgroups where the machine allows and rlimits otherwise. */
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -16,13 +15,13 @@
 
 #include "backends/backend.h"
 #include "backends/cgroup.h"
+#include "backends/local_int.h"
 #include "backends/spawn.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
 
 #define LOCAL_READ_BUF     (256 * 1024)
 #define LOCAL_STATE_MAX    (1u << 20)
-#define LOCAL_FILE_MAX     (64u << 20)
 #define LOCAL_KILL_POLL_MS 20
 
 struct backend_sandbox {
@@ -127,8 +126,11 @@ local_sigchld_cb(uv_signal_t *s, int signum)
                         p->status = status;
                         list_del(&p->node);
                         local_try_finish(p);
+                        pid = 0;
                         break;
                 }
+                if (pid)
+                        local_file_reaped(pid, status);
         }
 }
 
@@ -136,10 +138,12 @@ static int
 local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
         const char *drain = json_string_value(json_object_get(config, "drain_grace_ms"));
+        const char *ft = json_string_value(json_object_get(config, "file_timeout_ms"));
 
         local_loop = loop;
         if (drain)
                 local_drain_ms = strtoull(drain, NULL, 10);
+        local_file_init(loop, ft ? strtoull(ft, NULL, 10) : 0);
         uv_signal_init(loop, &local_sigchld);
         uv_signal_start(&local_sigchld, local_sigchld_cb, SIGCHLD);
         uv_unref((uv_handle_t *) &local_sigchld);
@@ -150,6 +154,7 @@ local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 static void
 local_shutdown(void)
 {
+        local_file_shutdown();
         uv_close((uv_handle_t *) &local_sigchld, NULL);
         json_decref(local_cgroup_info);
         local_cgroup_info = NULL;
@@ -626,156 +631,13 @@ local_exec_release(struct backend_proc *p)
         local_proc_unref(p);
 }
 
-/* ---- files, done in a child running as the caller ---- */
+/* ---- files (local_file.c) ---- */
 
-struct local_file_job {
-        const char *path;
-        uint64_t offset;
-        size_t max;
-        const struct backend_file_write *w;
-};
-
-static void
-local_put_u64(int fd, uint64_t v)
+/* The identity file ops run as. */
+const struct backend_identity *
+local_identity(struct backend_sandbox *b)
 {
-        if (write(fd, &v, sizeof(v)) != sizeof(v))
-                _exit(EIO);
-}
-
-static int
-local_file_read_child(void *arg, int fd)
-{
-        struct local_file_job *j = arg;
-        char buf[65536];
-        int in = open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        struct stat st;
-        size_t left = j->max;
-
-        if (in < 0)
-                return errno;
-        if (fstat(in, &st) < 0)
-                return errno;
-        if (!S_ISREG(st.st_mode))
-                return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-        local_put_u64(fd, (uint64_t) st.st_size);
-        while (left) {
-                ssize_t n = pread(in, buf, left < sizeof(buf) ? left : sizeof(buf),
-                                  (off_t) (j->offset + (j->max - left)));
-                if (n < 0)
-                        return errno;
-                if (n == 0)
-                        break;
-                if (write(fd, buf, (size_t) n) != n)
-                        return EIO;
-                left -= (size_t) n;
-        }
-        return 0;
-}
-
-static int
-local_mkdirs(char *path)
-{
-        for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-                *s = '\0';
-                if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                        return errno;
-                *s = '/';
-        }
-        return 0;
-}
-
-static int
-local_file_write_child(void *arg, int fd)
-{
-        struct local_file_job *j = arg;
-        const struct backend_file_write *w = j->w;
-        char pathbuf[4096];
-        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (w->append ? O_APPEND : O_TRUNC);
-        int out, r;
-        size_t done = 0;
-
-        if (w->mkdir) {
-                size_t n = strlen(w->path);
-                if (n >= sizeof(pathbuf))
-                        return ENAMETOOLONG;
-                memcpy(pathbuf, w->path, n + 1);
-                r = local_mkdirs(pathbuf);
-                if (r)
-                        return r;
-        }
-        out = open(w->path, flags, w->mode >= 0 ? (mode_t) w->mode : 0644);
-        if (out < 0)
-                return errno;
-        if (w->mode >= 0 && fchmod(out, (mode_t) w->mode) < 0)
-                return errno;
-        while (done < w->len) {
-                ssize_t n = write(out, (const char *) w->data + done, w->len - done);
-                if (n < 0)
-                        return errno;
-                done += (size_t) n;
-        }
-        return close(out) < 0 ? errno : 0;
-}
-
-static int
-local_file_run(struct backend_sandbox *b, int (*fn)(void *, int), struct local_file_job *j,
-               struct buf *out, struct sbx_error *err)
-{
-        int fd = memfd_create("sandboxd-file", MFD_CLOEXEC), status = 0, r;
-        struct stat st;
-
-        if (fd < 0)
-                return -errno;
-        r = spawn_run_as(geteuid() == 0 ? &b->who : NULL, fn, j, fd, &status);
-        if (r >= 0 && WIFEXITED(status) && WEXITSTATUS(status)) {
-                int e = WEXITSTATUS(status);
-                sbx_error_set(
-                        err,
-                        e == ENOENT || e == EISDIR || e == EACCES || e == ENOTDIR ? SBX_E_PARAMS
-                                                                                  : SBX_E_BACKEND,
-                        json_pack("{s:s}", "param", "path"), "'%s': %s", j->path, strerror(e));
-                r = -e;
-        } else if (r >= 0 && out && fstat(fd, &st) == 0) {
-                buf_reserve(out, (size_t) st.st_size);
-                if (pread(fd, out->data, (size_t) st.st_size, 0) == st.st_size)
-                        out->len = (size_t) st.st_size;
-        }
-        close(fd);
-        return r;
-}
-
-static void
-local_file_read(struct backend_sandbox *b, const char *path, uint64_t offset, size_t max_bytes,
-                void *ctx, backend_read_cb cb)
-{
-        struct local_file_job j = {path, offset, MIN(max_bytes, LOCAL_FILE_MAX), NULL};
-        struct sbx_error err = {0};
-        struct buf out = {0};
-        uint64_t size = 0;
-
-        if (local_file_run(b, local_file_read_child, &j, &out, &err) < 0 || out.len < 8) {
-                if (!err.code)
-                        sbx_error_backend(&err, "local", "cannot read '%s'", path);
-                cb(ctx, NULL, 0, 0, false, &err);
-        } else {
-                memcpy(&size, out.data, 8);
-                cb(ctx, out.data + 8, out.len - 8, size, offset + (out.len - 8) >= size, NULL);
-        }
-        sbx_error_clear(&err);
-        buf_free(&out);
-}
-
-static void
-local_file_write(struct backend_sandbox *b, const struct backend_file_write *w, void *ctx,
-                 backend_done_cb cb)
-{
-        struct local_file_job j = {w->path, 0, 0, w};
-        struct sbx_error err = {0};
-
-        if (local_file_run(b, local_file_write_child, &j, NULL, &err) < 0 && !err.code)
-                sbx_error_backend(&err, "local", "cannot write '%s'", w->path);
-        cb(ctx, err.code ? &err : NULL);
-        sbx_error_clear(&err);
+        return geteuid() == 0 ? &b->who : NULL;
 }
 
 const struct backend_ops local_backend_ops = {

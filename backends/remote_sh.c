@@ -45,11 +45,26 @@ const char remote_sh_kill[] =
 const char remote_sh_read[] = "[ -f \"$0\" ] && wc -c <\"$0\" && tail -c +\"$1\" \"$0\" | "
                               "head -c \"$2\"";
 
+/* Exit 21: something that is not a regular file is there (`cat >` would block on a FIFO). */
 const char remote_sh_write[] = "[ \"$3\" = 1 ] && mkdir -p \"${0%/*}\"; "
+                               "[ ! -e \"$0\" ] || [ -f \"$0\" ] || exit 21; "
                                "if [ \"$2\" = 1 ]; then cat >>\"$0\"; else cat >\"$0\"; fi && "
                                "{ [ \"$1\" = - ] || chmod \"$1\" \"$0\"; }";
 
 const char remote_sh_mkdir_parent[] = "mkdir -p \"${0%/*}\"";
+
+/* The error of remote_sh_write's own exit codes. */
+bool
+remote_sh_write_error(struct sbx_error *err, const char *path, int code)
+{
+        if (code != REMOTE_SH_NOT_REGULAR)
+                return false;
+        sbx_error_param(err, "path",
+                        "'%s' is not a regular file: file.write only writes regular files (a FIFO, "
+                        "device or socket is refused; use exec)",
+                        path);
+        return true;
+}
 
 /* Size line, then data. */
 int

@@ -1,13 +1,16 @@
 /* remote_sh.h — small POSIX sh programs that backends run inside a sandbox they reach only
  * through "run this argv" (a container, a cloud sandbox): signalling or killing an exec's whole
  * process tree, and reading or writing a file. They need only sh, kill, sleep, cat, wc, tail,
- * head, mkdir and chmod (coreutils or busybox). Pure data; argv layouts are given with each.
+ * head, mkdir and chmod (coreutils or busybox). Pure; argv layouts are given with each.
  */
 #ifndef SANDBOXD_REMOTE_SH_H
 #define SANDBOXD_REMOTE_SH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "protocol/error.h"
 
 /* argv: sh -c remote_sh_kill MODE SIG PIDFILE STEPS, MODE "signal" or "kill", SIG a signal
  * number, PIDFILE holding the pid of the exec (whose descendants, process group and session
@@ -31,8 +34,13 @@ extern const char remote_sh_read[];
 int remote_sh_read_parse(const char *out, size_t len, uint64_t *size, const char **data,
                          size_t *dlen);
 
-/* argv: sh -c remote_sh_write PATH MODE|- APPEND(0|1) MKDIR(0|1), the content on stdin. */
+/* argv: sh -c remote_sh_write PATH MODE|- APPEND(0|1) MKDIR(0|1), the content on stdin.
+ * Exits REMOTE_SH_NOT_REGULAR when PATH exists and is not a regular file (a FIFO would block
+ * the writer forever). */
+#define REMOTE_SH_NOT_REGULAR 21
 extern const char remote_sh_write[];
+/* Sets err for remote_sh_write's own exit codes (REMOTE_SH_NOT_REGULAR); false for others. */
+bool remote_sh_write_error(struct sbx_error *err, const char *path, int code);
 
 /* argv: sh -c remote_sh_mkdir_parent PATH. */
 extern const char remote_sh_mkdir_parent[];

@@ -633,7 +633,7 @@ spawn_reap(pid_t pid, int *status)
 
 #define SPAWN_STACK (256 * 1024)
 
-/* fork() with every signal blocked, for children that run code of ours (spawn_run_as) rather
+/* fork() with every signal blocked, for children that run code of ours (spawn_fork_as) rather
  * than exec; the parent's mask is restored before returning. */
 static pid_t
 spawn_fork_plain(sigset_t *saved)
@@ -768,9 +768,35 @@ spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx_err
         return rc;
 }
 
+/* Closes every descriptor above 2 except keep[0..n) (n <= SPAWN_MAX_KEEP). */
+static void
+child_close_except(const int *keep, size_t n)
+{
+        int k[SPAWN_MAX_KEEP + 1];
+        unsigned lo = 3;
+        size_t m = 0;
+
+        for (size_t i = 0; i < n && m < SPAWN_MAX_KEEP; i++) {
+                size_t j = m++;
+                for (; j > 0 && k[j - 1] > keep[i]; j--)
+                        k[j] = k[j - 1];
+                k[j] = keep[i];
+        }
+        k[m] = -1;
+        for (size_t i = 0; i <= m; i++) {
+                unsigned hi = k[i] < 0 ? ~0U : (unsigned) k[i] - 1;
+                if (k[i] >= 0 && (unsigned) k[i] < lo)
+                        continue;
+                if (lo <= hi && syscall(SYS_close_range, lo, hi, 0) < 0)
+                        for (unsigned fd = lo; fd <= hi && fd < 65536; fd++)
+                                close((int) fd);
+                lo = k[i] < 0 ? lo : (unsigned) k[i] + 1;
+        }
+}
+
 static _Noreturn void
-spawn_run_as_child(const struct backend_identity *who, bool set, int (*fn)(void *, int), void *arg,
-                   int fd, int report)
+spawn_fork_as_child(const struct backend_identity *who, bool set, int (*fn)(void *), void *arg,
+                    const int *keep, size_t nkeep, int report)
 {
         int stage, e;
 
@@ -780,14 +806,17 @@ spawn_run_as_child(const struct backend_identity *who, bool set, int (*fn)(void 
         if (chdir("/") < 0)
                 child_fail(report, STAGE_CHDIR, errno, -1);
         close(report);
+        /* The daemon's sockets, pipes and files are none of this child's business (and a
+         * client whose connection it kept open would never see the daemon close it). */
+        child_close_except(keep, nkeep);
         child_unblock_signals();
-        _exit(fn(arg, fd));
+        _exit(fn(arg));
 }
 
-/* Runs fn(arg, fd) in a child as who; -errno when the child could not become who. */
+/* Forks a child that runs fn(arg) as who (see spawn.h). */
 int
-spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), void *arg, int fd,
-             int *status)
+spawn_fork_as(const struct backend_identity *who, int (*fn)(void *arg), void *arg, const int *keep,
+              size_t nkeep, pid_t *ret)
 {
         struct spawn_report r;
         sigset_t saved;
@@ -795,6 +824,8 @@ spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), v
         bool set;
         pid_t pid;
 
+        if (nkeep > SPAWN_MAX_KEEP)
+                return -EINVAL;
         if ((rc = spawn_check_identity(who, &set, NULL)) < 0)
                 return rc;
         if (pipe2(rep, O_CLOEXEC) < 0)
@@ -807,10 +838,13 @@ spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), v
                 return rc;
         }
         if (pid == 0)
-                spawn_run_as_child(who, set, fn, arg, fd, rep[1]);
+                spawn_fork_as_child(who, set, fn, arg, keep, nkeep, rep[1]);
         close(rep[1]);
         rc = spawn_read_report(rep[0], &r) ? -r.err : 0;
         close(rep[0]);
-        spawn_reap(pid, status);
+        if (rc < 0)
+                spawn_reap(pid, NULL);
+        else
+                *ret = pid;
         return rc;
 }

@@ -66,13 +66,16 @@ int spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx
  * start and gives the original back to the commands it runs. Call before the first spawn. */
 void spawn_set_child_nofile(uint64_t soft);
 
-/* Runs fn(arg) in a forked child with identity who (NULL: unchanged) and cwd "/", passing it
- * fd (kept open in the child); returns the child's exit status through *status (waitpid).
- * For small synchronous jobs done as the caller (file.read/file.write on the local backend).
- * fn must only use async-signal-safe calls; its return value is the exit code. Blocks until
- * the child exits. Returns 0, or negative errno when the child could not become who (then
- * fn did not run) or fork failed. */
-int spawn_run_as(const struct backend_identity *who, int (*fn)(void *arg, int fd), void *arg,
-                 int fd, int *status);
+#define SPAWN_MAX_KEEP 4
+
+/* Forks a child that becomes who (NULL: keeps the daemon's identity; see spawn_start for the
+ * rules), changes to "/", closes every descriptor above 2 except keep[0..nkeep) (at most
+ * SPAWN_MAX_KEEP) and runs fn(arg), whose return value is its exit code. For jobs of ours done
+ * as the caller (file.read / file.write on the local backend). fn runs in a fork of the daemon:
+ * async-signal-safe calls only. Returns 0 and *pid as soon as the child has its identity —
+ * never waits for fn; the caller reaps the child (waitpid) — or negative errno when the child
+ * could not become who (reaped already, fn did not run) or fork failed. */
+int spawn_fork_as(const struct backend_identity *who, int (*fn)(void *arg), void *arg,
+                  const int *keep, size_t nkeep, pid_t *pid);
 
 #endif

@@ -232,6 +232,8 @@ approval_rule_ids(const struct policy_result *r)
         return ids;
 }
 
+static const char *const approval_file_keys[] = {"op", "path", "resolved_path"};
+
 /* The audit record of a decision, before its outcome (new). Never holds secret values. */
 static json_t *
 approval_audit_base(struct conn *c, json_t *info, const struct policy_result *r)
@@ -255,6 +257,10 @@ approval_audit_base(struct conn *c, json_t *info, const struct policy_result *r)
         } else if ((v = json_object_get(info, "spec"))) {
                 json_object_set_new(rec, "spec", audit_spec_summary(v));
         }
+        /* file ops: what was asked for and what it resolved to (never the data) */
+        for (size_t i = 0; i < ARRAY_SIZE(approval_file_keys); i++)
+                if ((v = json_object_get(info, approval_file_keys[i])))
+                        json_object_set(rec, approval_file_keys[i], v);
         if ((v = json_object_get(info, "cwd")))
                 json_object_set(rec, "cwd", v);
         json_object_set_new(rec, "verdict", json_string(policy_verdict_name(r->verdict)));
@@ -493,6 +499,19 @@ approval_role_hint(struct conn *c, const char *resolution)
                        "approval.request the daemon then sends (docs/protocol.md, daemon.hello)";
         return "; this connection's role does not ask for approval (daemon.hello role "
                "'interactive' does)";
+}
+
+/* The error of a denied request. */
+void
+approval_deny_error(struct sbx_error *err, const struct policy_result *r, const char *resolution,
+                    struct conn *c)
+{
+        sbx_error_set(err, SBX_E_DENIED,
+                      json_pack("{s:s,s:s,s:o}", "verdict", policy_verdict_name(r->verdict),
+                                "resolution", resolution, "findings", policy_findings_json(r)),
+                      "denied by policy (%s): %s%s", resolution,
+                      r->nfindings ? r->findings[0].message : "not approved",
+                      approval_role_hint(c, resolution));
 }
 
 /* Decides on a verdict for one request. */

@@ -26,10 +26,17 @@ const char *approval_role_hint(struct conn *c, const char *resolution);
 typedef void (*approval_cb)(void *ctx, bool allowed, const char *resolution);
 
 /* Decides on r for a request from c. info (stolen) carries the approval.request fields
- * {kind, sandbox, backend, command? | argv?, cwd?, spec?}. sb may be NULL (sandbox.create).
+ * {kind, sandbox, backend, command? | argv?, cwd?, spec? | op, path, resolved_path?}. sb may be
+ * NULL (sandbox.create).
  * r is borrowed and must stay valid until cb has run. cb may run before this returns. */
 void approval_decide(struct conn *c, struct sandbox *sb, bool host_access, json_t *info,
                      const struct policy_result *r, approval_cb cb, void *ctx);
+
+/* The -32001 error of a request approval_decide() did not allow: data {verdict, resolution,
+ * findings}, message "denied by policy (resolution): first finding" plus the role hint for c
+ * (may be NULL). */
+void approval_deny_error(struct sbx_error *err, const struct policy_result *r,
+                         const char *resolution, struct conn *c);
 
 /* Loads the persisted approvals from state_dir/approvals.json. An unusable file is moved aside
  * (approvals.json.bad) with a warning and the set starts empty; never fails the daemon. */

@@ -34,6 +34,7 @@ struct config {
         uint64_t max_output_bytes_limit;
         uint64_t max_stdin_bytes;
         uint64_t max_pending_requests;
+        uint64_t file_timeout_s; /* each phase of a file op (resolve, I/O) */
         /* [exec] */
         uint64_t default_timeout_s;
         uint64_t max_foreground_timeout_s;

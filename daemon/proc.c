@@ -1140,13 +1140,7 @@ proc_approval_cb(void *ctx, bool allowed, const char *resolution)
 
         p->resolution = resolution;
         if (!allowed) {
-                sbx_error_set(&err, SBX_E_DENIED,
-                              json_pack("{s:s,s:s,s:o}", "verdict",
-                                        policy_verdict_name(p->pr.verdict), "resolution",
-                                        resolution, "findings", policy_findings_json(&p->pr)),
-                              "denied by policy (%s): %s%s", resolution,
-                              p->pr.nfindings ? p->pr.findings[0].message : "not approved",
-                              approval_role_hint(p->req ? p->req->conn : NULL, resolution));
+                approval_deny_error(&err, &p->pr, resolution, p->req ? p->req->conn : NULL);
                 proc_fail(p, &err);
                 proc_unref(p);
                 return;

@@ -56,8 +56,8 @@ pathcheck_unit(struct eval *ev, const char *const *argv, const char *out)
 
         if (k < 0)
                 return -1;
-        for (; *argv; argv++)
-                parse_unit_push(ev, k, *argv, 0);
+        for (; *argv; argv++) /* units keep the words: copies that live as long as ev */
+                parse_unit_push(ev, k, arena_strdup(&ev->ar, *argv), 0);
         if (!out)
                 return k;
         u = &ev->units[k];
@@ -70,32 +70,35 @@ pathcheck_unit(struct eval *ev, const char *const *argv, const char *out)
         return k;
 }
 
+/* `: > path`, and `chmod MODE path` for the file that really gets the mode (real). */
 static void
-pathcheck_write(struct eval *ev, const struct policy_file_op *op)
+pathcheck_write(struct eval *ev, const char *path, bool real, int mode)
 {
         const char *colon[] = {":", NULL};
         char m[8];
-        const char *chmod[] = {"chmod", m, op->path, NULL};
+        const char *chmod[] = {"chmod", m, path, NULL};
 
-        pathcheck_unit(ev, colon, op->path);
-        if (op->mode >= 0) {
-                snprintf(m, sizeof(m), "%04o", (unsigned) op->mode & 07777);
+        pathcheck_unit(ev, colon, path);
+        if (mode >= 0 && real) {
+                snprintf(m, sizeof(m), "%04o", (unsigned) mode & 07777);
                 pathcheck_unit(ev, chmod, NULL);
         }
-        analyze_units(ev, 0);
-        if (op->nlink > 1)
-                analyze_add(ev, -1, "write.hardlink", op->path, op->path);
 }
 
 static void
-pathcheck_read(struct eval *ev, const struct policy_file_op *op)
+pathcheck_read(struct eval *ev, const char *path)
 {
-        const char *cat[] = {"cat", op->path, NULL};
+        const char *cat[] = {"cat", path, NULL};
         int k = pathcheck_unit(ev, cat, NULL);
 
-        analyze_units(ev, 0);
-        if (pathcheck_secret(op->path))
-                analyze_add(ev, k, "read.credential", op->path, op->path);
+        if (pathcheck_secret(path))
+                analyze_add(ev, k, "read.credential", path, path);
+}
+
+static bool
+pathcheck_absolute(const char *path)
+{
+        return path && path[0] == '/' && strlen(path) <= 4096;
 }
 
 /* Judges a file operation (see policy.h). */
@@ -103,16 +106,24 @@ void
 policy_eval_file(const struct policy *p, const struct policy_ctx *ctx,
                  const struct policy_file_op *op, struct policy_result *out)
 {
+        const char *paths[] = {op->path, op->resolved};
+        size_t n = op->resolved && op->path && strcmp(op->resolved, op->path) ? 2 : 1;
         struct eval ev;
-        const char *path = op->path ? op->path : "";
 
-        analyze_init(&ev, p, ctx, strlen(path));
-        if (path[0] != '/' || strlen(path) > 4096)
-                analyze_add(&ev, -1, "parse.error", "not an absolute path", NULL);
-        else if (op->write)
-                pathcheck_write(&ev, op);
-        else
-                pathcheck_read(&ev, op);
+        analyze_init(&ev, p, ctx, op->path ? strlen(op->path) : 0);
+        for (size_t i = 0; i < n; i++) {
+                if (!pathcheck_absolute(paths[i]))
+                        analyze_add(&ev, -1, "parse.error", "not an absolute path", NULL);
+                else if (op->write)
+                        pathcheck_write(&ev, paths[i], i == n - 1, op->mode);
+                else
+                        pathcheck_read(&ev, paths[i]);
+        }
+        /* Findings of both paths are added before the units run: one evaluation, deduplicated. */
+        analyze_units(&ev, 0);
+        if (op->write && op->nlink > 1)
+                analyze_add(&ev, -1, "write.hardlink", op->resolved ? op->resolved : op->path,
+                            NULL);
         ev.host_access = ctx && ctx->host_access;
         analyze_finish(&ev, out);
         analyze_free(&ev);

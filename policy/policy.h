@@ -98,14 +98,17 @@ bool policy_container_name_ok(const char *name);
 
 /* A file operation: file.write (create, truncate, append) or file.read of one path. */
 struct policy_file_op {
-        const char *path; /* absolute; what is really opened when the backend resolved it */
+        const char *path;     /* absolute, as the client gave it */
+        const char *resolved; /* what it really leads to (symlinks, ".."), NULL: unknown/same */
         bool write;
         int mode;       /* mode a write sets, -1 none */
         unsigned nlink; /* hard links of the existing file (0: new or unknown) */
 };
 
 /* Judges a file operation with the path rules of a shell write (`> path`, `chmod mode path`)
- * or, for a read, the credential and secret-file rules. Fills *out like policy_eval_command. */
+ * or, for a read, the credential and secret-file rules — applied to the requested path and to
+ * the resolved one: writing through a link named ~/.bashrc changes what bash runs, and so does
+ * writing through any link that leads to it. Fills *out like policy_eval_command. */
 void policy_eval_file(const struct policy *p, const struct policy_ctx *ctx,
                       const struct policy_file_op *op, struct policy_result *out);
 

@@ -959,6 +959,9 @@ struct modal_fop {
         char *path;
         uint64_t offset;
         size_t max;
+        struct buf data; /* write: copied at the call, written once judged */
+        char mode[16];
+        bool append, mkdir;
         void *ctx;
         backend_read_cb rcb;
         backend_done_cb wcb;
@@ -969,6 +972,7 @@ modal_fop_free(struct modal_fop *f)
 {
         modal_sandbox_unref(f->sb);
         free(f->path);
+        buf_free(&f->data);
         free(f);
 }
 
@@ -1005,19 +1009,34 @@ modal_fread_cb(void *ctx, int code, const char *out, size_t len, const struct sb
 }
 
 static void
-modal_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
-                void *ctx, backend_read_cb cb)
+modal_fread_judged_cb(void *op, const struct sbx_error *deny)
 {
-        struct modal_fop *f = modal_fop_new(sb, path, ctx);
+        struct modal_fop *f = op;
         char off[32], max[32];
         char *argv[] = {"sh", "-c", (char *) remote_sh_read, f->path, off, max, NULL};
+
+        if (deny) {
+                f->rcb(f->ctx, NULL, 0, 0, false, deny);
+                modal_fop_free(f);
+                return;
+        }
+        snprintf(off, sizeof(off), "%llu", (unsigned long long) f->offset + 1);
+        snprintf(max, sizeof(max), "%zu", f->max);
+        f->sb->mops->helper(f->sb, argv, NULL, 0, f, modal_fread_cb);
+}
+
+/* Paths are the sandbox's (a remote machine): judge gets the requested path. */
+static void
+modal_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
+                void *ctx, backend_judge_fn judge, backend_read_cb cb)
+{
+        struct modal_fop *f = modal_fop_new(sb, path, ctx);
+        struct backend_file_target t = {f->path, false, 0};
 
         f->rcb = cb;
         f->offset = offset;
         f->max = max_bytes;
-        snprintf(off, sizeof(off), "%llu", (unsigned long long) offset + 1);
-        snprintf(max, sizeof(max), "%zu", max_bytes);
-        sb->mops->helper(sb, argv, NULL, 0, f, modal_fread_cb);
+        judge(ctx, &t, modal_fread_judged_cb, f);
 }
 
 static void
@@ -1026,7 +1045,7 @@ modal_fwrite_cb(void *ctx, int code, const char *out, size_t len, const struct s
         struct modal_fop *f = ctx;
         struct sbx_error err = {0};
 
-        if (!herr && code != 0)
+        if (!herr && !remote_sh_write_error(&err, f->path, code) && code != 0)
                 sbx_error_param(&err, "path",
                                 "cannot write '%s' in the sandbox (exit %d; mkdir: true creates "
                                 "missing directories)",
@@ -1037,26 +1056,44 @@ modal_fwrite_cb(void *ctx, int code, const char *out, size_t len, const struct s
 }
 
 static void
-modal_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
-                 backend_done_cb cb)
+modal_fwrite_judged_cb(void *op, const struct sbx_error *deny)
 {
-        struct modal_fop *f = modal_fop_new(sb, w->path, ctx);
-        char mode[16];
+        struct modal_fop *f = op;
         char *argv[] = {"sh",
                         "-c",
                         (char *) remote_sh_write,
                         f->path,
-                        mode,
-                        w->append ? "1" : "0",
-                        w->mkdir ? "1" : "0",
+                        f->mode,
+                        f->append ? "1" : "0",
+                        f->mkdir ? "1" : "0",
                         NULL};
 
+        if (deny) {
+                f->wcb(f->ctx, deny);
+                modal_fop_free(f);
+                return;
+        }
+        f->sb->mops->helper(f->sb, argv, f->data.data ? f->data.data : "", f->data.len, f,
+                            modal_fwrite_cb);
+}
+
+/* Writes a file (judge: as for modal_file_read). */
+static void
+modal_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
+                 backend_judge_fn judge, backend_done_cb cb)
+{
+        struct modal_fop *f = modal_fop_new(sb, w->path, ctx);
+        struct backend_file_target t = {f->path, false, 0};
+
         f->wcb = cb;
+        f->append = w->append;
+        f->mkdir = w->mkdir;
         if (w->mode >= 0)
-                snprintf(mode, sizeof(mode), "%o", (unsigned) w->mode & 07777);
+                snprintf(f->mode, sizeof(f->mode), "%o", (unsigned) w->mode & 07777);
         else
-                snprintf(mode, sizeof(mode), "-");
-        sb->mops->helper(sb, argv, w->data ? w->data : "", w->len, f, modal_fwrite_cb);
+                snprintf(f->mode, sizeof(f->mode), "-");
+        buf_append(&f->data, w->data ? w->data : "", w->len);
+        judge(ctx, &t, modal_fwrite_judged_cb, f);
 }
 
 const struct backend_ops modal_backend_ops = {

@@ -231,6 +231,17 @@ class DockerSandbox(DockerDaemonTest):
         self.assertIn("connection refused", e.data["detail"])
         self.assertIn("unreachable", e.data["hint"])
 
+    def test_file_write_refuses_fifo(self):
+        # The helper behind tmpfs paths and appends would block on a FIFO forever.
+        self.exec("main", command="mkfifo /tmp/fifo /work/fifo")
+        for path, append in (("/tmp/fifo", False), ("/work/fifo", True)):
+            with self.subTest(path=path):
+                with self.assertRaises(RpcError) as cm:
+                    self.c.call("file.write", {"sandbox": "main", "path": path, "data": "x",
+                                               "append": append}, timeout=60)
+                self.assertEqual(cm.exception.code, -32602, cm.exception.message)
+                self.assertIn("not a regular file", cm.exception.message)
+
     def test_backend_list_shows_docker(self):
         bl = self.c.call("backend.list")["backends"]
         d = [b for b in bl if b["name"] == "docker"][0]

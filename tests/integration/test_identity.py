@@ -44,15 +44,22 @@ def as_nobody(socket_path, calls, decision=None):
 
 
 @unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
-class SecondUid(unittest.TestCase):
+class NobodyTest(unittest.TestCase):
+    """A root daemon that nobody may use too (extra config lines in `config`)."""
+    config = ""
+
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        cls.daemon = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" +
+                            cls.config)
         os.chmod(cls.daemon.dir, 0o755)
 
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
+
+
+class SecondUid(NobodyTest):
 
     def test_runs_as_caller_and_cannot_see_others(self):
         root = self.daemon.client()

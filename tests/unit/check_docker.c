@@ -917,6 +917,18 @@ read_cb(void *ctx, const char *data, size_t len, uint64_t size, bool eof,
         r->eof = eof;
 }
 
+static int judged;
+static const struct sbx_error *judge_deny;
+
+/* backend_judge_fn: counts the calls, answers with judge_deny (NULL: go ahead). */
+static void
+judge_cb(void *ctx, const struct backend_file_target *t, backend_verdict_cb done, void *op)
+{
+        judged++;
+        ck_assert_ptr_nonnull(t->path);
+        done(op, judge_deny);
+}
+
 static void
 file_round_trip(struct backend_sandbox *sb, const char *path)
 {
@@ -928,22 +940,60 @@ file_round_trip(struct backend_sandbox *sb, const char *path)
 
         for (size_t i = 0; i < sizeof(blob); i++)
                 blob[i] = (char) (i * 7 + i / 256);
-        ops->file_write(sb, &w, &done, done_cb);
+        judged = 0;
+        ops->file_write(sb, &w, &done, judge_cb, done_cb);
         run_until(&done);
-        ops->file_read(sb, path, 0, 1 << 20, &r, read_cb);
+        ck_assert_int_eq(judged, 1);
+        ops->file_read(sb, path, 0, 1 << 20, &r, judge_cb, read_cb);
         run_until(&r.done);
+        ck_assert_int_eq(judged, 2);
         ck_assert_int_eq(r.code, 0);
         ck_assert_uint_eq(r.data.len, sizeof(blob));
         ck_assert_uint_eq(r.size, sizeof(blob));
         ck_assert(r.eof);
         ck_assert(memcmp(r.data.data, blob, sizeof(blob)) == 0);
-        ops->file_read(sb, path, 1000, 100, &r2, read_cb);
+        ops->file_read(sb, path, 1000, 100, &r2, judge_cb, read_cb);
         run_until(&r2.done);
         ck_assert_uint_eq(r2.data.len, 100);
         ck_assert(!r2.eof);
         ck_assert(memcmp(r2.data.data, blob + 1000, 100) == 0);
         buf_free(&r.data);
         buf_free(&r2.data);
+}
+
+struct wr {
+        bool done;
+        int code;
+};
+
+static void
+wr_cb(void *ctx, const struct sbx_error *err)
+{
+        struct wr *w = ctx;
+
+        w->done = true;
+        w->code = err ? err->code : 0;
+}
+
+/* A denied op touches nothing and completes with the daemon's error. */
+static void
+file_denied(struct backend_sandbox *sb)
+{
+        struct sbx_error deny = {0};
+        struct backend_file_write w = {.path = "/root/denied", .data = "x", .len = 1, .mode = -1};
+        struct rd r = {0};
+        struct wr res = {0};
+
+        sbx_error_set(&deny, SBX_E_DENIED, NULL, "denied by policy (test)");
+        judge_deny = &deny;
+        ops->file_write(sb, &w, &res, judge_cb, wr_cb);
+        run_until(&res.done);
+        ck_assert_int_eq(res.code, SBX_E_DENIED);
+        judge_deny = NULL;
+        ops->file_read(sb, "/root/denied", 0, 10, &r, judge_cb, read_cb);
+        run_until(&r.done);
+        ck_assert_int_eq(r.code, SBX_E_PARAMS); /* never written */
+        sbx_error_clear(&deny);
 }
 
 START_TEST(test_file_round_trip_binary)
@@ -954,9 +1004,10 @@ START_TEST(test_file_round_trip_binary)
 
         file_round_trip(sb, "/root/sub/dir/blob.bin"); /* archive API */
         file_round_trip(sb, "/tmp/blob.bin");          /* tmpfs: exec fallback */
-        ops->file_read(sb, "/nope/missing", 0, 10, &r, read_cb);
+        ops->file_read(sb, "/nope/missing", 0, 10, &r, judge_cb, read_cb);
         run_until(&r.done);
         ck_assert_int_eq(r.code, SBX_E_PARAMS);
+        file_denied(sb);
         destroy(sb);
         backend_down();
 }

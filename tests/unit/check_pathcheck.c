@@ -117,7 +117,8 @@ START_TEST(test_file_table)
 {
         const struct fcase *c = &cases[_i];
         struct policy_ctx ctx = ctx_default();
-        struct policy_file_op op = {c->path, c->op == WR, c->mode, c->nlink};
+        struct policy_file_op op = {
+                .path = c->path, .write = c->op == WR, .mode = c->mode, .nlink = c->nlink};
         struct policy_result r;
 
         policy_eval_file(pol, &ctx, &op, &r);
@@ -137,7 +138,7 @@ START_TEST(test_write_matches_shell)
 {
         const struct fcase *c = &cases[_i];
         struct policy_ctx ctx = ctx_default();
-        struct policy_file_op op = {c->path, true, -1, 0};
+        struct policy_file_op op = {.path = c->path, .write = true, .mode = -1};
         struct policy_result fr, sr;
         char *cmd;
 
@@ -161,8 +162,8 @@ END_TEST
 START_TEST(test_subject_is_path)
 {
         struct policy_ctx ctx = ctx_default();
-        struct policy_file_op a = {"/home/user/.bashrc", true, -1, 1};
-        struct policy_file_op b = {"/home/user/.profile", true, -1, 1};
+        struct policy_file_op a = {.path = "/home/user/.bashrc", .write = true, .mode = -1};
+        struct policy_file_op b = {.path = "/home/user/.profile", .write = true, .mode = -1};
         struct policy_result ra, rb;
         json_t *set = json_object();
 
@@ -182,7 +183,8 @@ END_TEST
 START_TEST(test_floor_not_lifted)
 {
         struct policy_ctx ctx = ctx_default();
-        struct policy_file_op op = {"/var/lib/sandboxd/approvals.json", true, -1, 1};
+        struct policy_file_op op = {
+                .path = "/var/lib/sandboxd/approvals.json", .write = true, .mode = -1};
         struct policy_result r;
         json_t *set = json_object();
 
@@ -205,7 +207,7 @@ START_TEST(test_rules_file_applies)
         struct policy *p = NULL;
         struct sbx_error err = {0};
         struct policy_ctx ctx = ctx_default();
-        struct policy_file_op op = {"/home/user/.bashrc", true, -1, 1};
+        struct policy_file_op op = {.path = "/home/user/.bashrc", .write = true, .mode = -1};
         struct policy_result r;
 
         ck_assert_int_ge(fd, 0);
@@ -220,6 +222,56 @@ START_TEST(test_rules_file_applies)
 }
 END_TEST
 
+/* Both the path asked for and the one it leads to are judged; the mode goes to the real file. */
+struct rcase {
+        int op;
+        const char *path, *resolved;
+        int mode;
+        const char *verdict, *rule;
+};
+
+static const struct rcase rcases[] = {
+        /* a harmless name leading somewhere that matters */
+        {WR, "/tmp/notes.txt", "/home/user/.bashrc", -1, "ask", "write.startup"},
+        {WR, "/home/user/project/link", "/home/user/.ssh/authorized_keys", -1, "ask",
+         "write.credential"},
+        {WR, "/tmp/x", "/var/lib/sandboxd/audit/audit.log", -1, "deny", "floor.self-protect"},
+        {WR, "/tmp/x", "/var/lib/sandboxd/approvals.json", -1, "deny", "floor.self-protect"},
+        {WR, "/tmp/x", "/etc/cron.d/job", -1, "ask", "write.startup"},
+        {RD, "/tmp/paper.txt", "/home/user/.ssh/id_rsa", -1, "ask", "read.credential"},
+        {RD, "/home/user/project/k", "/etc/shadow", -1, "ask", "read.credential"},
+        /* a name that matters leading somewhere harmless: still what bash would run */
+        {WR, "/home/user/.bashrc", "/home/user/dotfiles/bashrc", -1, "ask", "write.startup"},
+        /* the mode is judged on the file that gets it */
+        {WR, "/tmp/x", "/home/user/project/tool", 04755, "ask", "perm.chmod"},
+        /* same path twice: one set of findings */
+        {WR, "/home/user/project/a.c", "/home/user/project/a.c", 0644, "allow", NULL},
+        {RD, "/home/user/project/a.c", "/home/user/project/b.c", -1, "allow", NULL},
+};
+
+START_TEST(test_resolved_table)
+{
+        const struct rcase *c = &rcases[_i];
+        struct policy_ctx ctx = ctx_default();
+        struct policy_file_op op = {.path = c->path,
+                                    .resolved = c->resolved,
+                                    .write = c->op == WR,
+                                    .mode = c->mode,
+                                    .nlink = 1};
+        struct policy_result r;
+
+        policy_eval_file(pol, &ctx, &op, &r);
+        ck_assert_msg(!strcmp(policy_verdict_name(r.verdict), c->verdict), "%s -> %s: %s", c->path,
+                      c->resolved, policy_verdict_name(r.verdict));
+        if (c->rule)
+                ck_assert_msg(has_rule(&r, c->rule), "%s -> %s: %s missing", c->path, c->resolved,
+                              c->rule);
+        else
+                ck_assert_int_eq(r.nfindings, 0);
+        policy_result_clear(&r);
+}
+END_TEST
+
 static Suite *
 pathcheck_suite(void)
 {
@@ -229,6 +281,7 @@ pathcheck_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_loop_test(tc, test_file_table, 0, (int) ARRAY_SIZE(cases));
         tcase_add_loop_test(tc, test_write_matches_shell, 0, (int) ARRAY_SIZE(cases));
+        tcase_add_loop_test(tc, test_resolved_table, 0, (int) ARRAY_SIZE(rcases));
         tcase_add_test(tc, test_subject_is_path);
         tcase_add_test(tc, test_floor_not_lifted);
         tcase_add_test(tc, test_rules_file_applies);

@@ -1,4 +1,4 @@
-/* check_spawn.c — spawn_start / spawn_run_as with real processes (no sleeps: poll and waitpid). */
+/* check_spawn.c — spawn_start / spawn_fork_as with real processes (no sleeps: poll and waitpid). */
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -494,15 +494,24 @@ START_TEST(test_cgroup_join_failure)
 }
 END_TEST
 
-/* spawn_run_as payload: writes "uid gid" to fd with async-signal-safe calls only. */
+struct ids_job {
+        int code;
+        int fd;
+};
+
+/* spawn_fork_as payload: writes "uid gid nfds" to fd with async-signal-safe calls only; nfds
+ * counts the descriptors above 2 it has (fd itself is the only one it may have). */
 static int
-write_ids_fn(void *arg, int fd)
+write_ids_fn(void *arg)
 {
+        struct ids_job *j = arg;
         char buf[64];
-        unsigned v[2] = {(unsigned) getuid(), (unsigned) getgid()};
+        unsigned v[3] = {(unsigned) getuid(), (unsigned) getgid(), 0};
         int n = 0, i;
 
-        for (i = 0; i < 2; i++) {
+        for (int fd = 3; fd < 1024; fd++)
+                v[2] += fcntl(fd, F_GETFD) >= 0;
+        for (i = 0; i < 3; i++) {
                 char tmp[16];
                 int t = 0;
 
@@ -511,24 +520,29 @@ write_ids_fn(void *arg, int fd)
                 while ((v[i] /= 10) != 0);
                 while (t > 0)
                         buf[n++] = tmp[--t];
-                buf[n++] = i ? '\n' : ' ';
+                buf[n++] = i == 2 ? '\n' : ' ';
         }
-        if (write(fd, buf, (size_t) n) != n)
+        if (write(j->fd, buf, (size_t) n) != n)
                 return 1;
-        return *(int *) arg;
+        return j->code;
 }
 
 static char *
 run_as_ids(const struct backend_identity *who, int code, int *rc)
 {
         struct buf b = {0};
-        int p[2], status = -1;
+        int p[2], status = -1, extra = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        struct ids_job j = {code, -1};
+        pid_t pid = -1;
 
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        *rc = spawn_run_as(who, write_ids_fn, &code, p[1], &status);
+        j.fd = p[1];
+        *rc = spawn_fork_as(who, write_ids_fn, &j, &p[1], 1, &pid);
         close(p[1]);
+        close(extra);
         drain(&p[0], &b, 1);
         if (*rc == 0) {
+                ck_assert_int_eq(waitpid(pid, &status, 0), pid);
                 ck_assert(WIFEXITED(status));
                 ck_assert_int_eq(WEXITSTATUS(status), code);
         }
@@ -542,7 +556,7 @@ START_TEST(test_run_as_self)
 
         s = run_as_ids(NULL, 5, &rc);
         ck_assert_int_eq(rc, 0);
-        snprintf(want, sizeof(want), "%u %u\n", (unsigned) getuid(), (unsigned) getgid());
+        snprintf(want, sizeof(want), "%u %u 1\n", (unsigned) getuid(), (unsigned) getgid());
         ck_assert_str_eq(s, want);
         free(s);
 }
@@ -588,7 +602,7 @@ START_TEST(test_run_as_root)
 
         s = run_as_ids(&nobody, 0, &rc);
         ck_assert_int_eq(rc, 0);
-        ck_assert_str_eq(s, "65534 65534\n");
+        ck_assert_str_eq(s, "65534 65534 1\n");
         free(s);
 }
 END_TEST
