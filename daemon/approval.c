@@ -334,7 +334,9 @@ approval_quick(struct conn *c, struct sandbox *sb, bool host_access, json_t *inf
         *resolution = "role";
         switch (conn_role(c)) {
         case CONN_ROLE_SUBAGENT:
-                return g.config->subagent_auto_approve ? 1 : 0;
+                /* subagent_auto_approve is for agents the operator runs, never for a process
+                 * the daemon itself started (it would approve its own requests). */
+                return g.config->subagent_auto_approve && !conn_confined(c) ? 1 : 0;
         case CONN_ROLE_BATCH:
                 return conn_auto_approve(c) && approval_uid_listed(conn_uid(c)) ? 1 : 0;
         case CONN_ROLE_INTERACTIVE:
@@ -492,6 +494,9 @@ approval_role_hint(struct conn *c, const char *resolution)
 {
         if (!c || strcmp(resolution, "role") != 0)
                 return "";
+        if (conn_confined(c))
+                return "; this connection comes from inside the daemon's own sandboxes, so it is "
+                       "a subagent and nobody is asked (docs/protocol.md, daemon.hello)";
         if (!conn_said_hello(c))
                 return "; nobody was asked because this connection did not say daemon.hello: "
                        "send {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.hello\","

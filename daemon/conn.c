@@ -35,7 +35,8 @@ struct conn {
         size_t ngroups;
         enum conn_role role;
         bool auto_approve;
-        bool hello; /* daemon.hello was said */
+        bool hello;    /* daemon.hello was answered: the role is fixed */
+        bool confined; /* the peer is inside the daemon's sandboxes: subagent for good */
         char *client;
         struct frame frame;
         size_t queued;
@@ -368,15 +369,33 @@ conn_said_hello(const struct conn *c)
         return c->hello;
 }
 
-/* Sets the role from daemon.hello. */
-void
+/* Sets the role from daemon.hello, once. */
+bool
 conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client)
 {
+        if (c->hello)
+                return false;
         c->hello = true;
-        c->role = role;
-        c->auto_approve = auto_approve;
-        free(c->client);
+        c->role = c->confined ? CONN_ROLE_SUBAGENT : role;
+        c->auto_approve = !c->confined && auto_approve;
         c->client = client ? xstrdup(client) : NULL;
+        return true;
+}
+
+/* Confines the connection to the subagent role. */
+void
+conn_confine(struct conn *c)
+{
+        c->confined = true;
+        c->role = CONN_ROLE_SUBAGENT;
+        c->auto_approve = false;
+}
+
+/* Whether the peer is inside the daemon's sandboxes. */
+bool
+conn_confined(const struct conn *c)
+{
+        return c->confined;
 }
 
 static void conn_process(struct conn *c);

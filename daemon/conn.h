@@ -52,10 +52,16 @@ pid_t conn_pid(const struct conn *c);
 /* Supplementary groups from SO_PEERGROUPS (borrowed). */
 const gid_t *conn_groups(const struct conn *c, size_t *n);
 enum conn_role conn_role(const struct conn *c);
-void conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client);
+/* daemon.hello: sets the role once; false (nothing changed) when it was set before. A confined
+ * connection stays CONN_ROLE_SUBAGENT whatever role is asked for. */
+bool conn_set_role(struct conn *c, enum conn_role role, bool auto_approve, const char *client);
 bool conn_auto_approve(const struct conn *c);
 /* Whether the client said daemon.hello on this connection. */
 bool conn_said_hello(const struct conn *c);
+/* The peer runs inside the daemon's own process trees (daemon/peer.h): from now on its role is
+ * subagent, and its ASKs are denied without asking anyone. */
+void conn_confine(struct conn *c);
+bool conn_confined(const struct conn *c);
 
 /* Queues one message (steals msg). Never blocks; the queue is bounded by the caller's checks:
  * conn_congested() says when producers must pause. */

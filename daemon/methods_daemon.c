@@ -26,6 +26,25 @@ backend_names(void)
         return a;
 }
 
+/* How ASK verdicts will be settled on c: "ask" | "deny" | "approve" (see approval_quick). */
+static const char *
+hello_approval(struct conn *c)
+{
+        bool listed = false;
+
+        switch (conn_role(c)) {
+        case CONN_ROLE_INTERACTIVE:
+                return "ask";
+        case CONN_ROLE_SUBAGENT:
+                return g.config->subagent_auto_approve && !conn_confined(c) ? "approve" : "deny";
+        case CONN_ROLE_BATCH:
+                break;
+        }
+        for (size_t i = 0; i < g.config->nbatch_auto_approve_uids; i++)
+                listed |= g.config->batch_auto_approve_uids[i] == conn_uid(c);
+        return conn_auto_approve(c) && listed ? "approve" : "deny";
+}
+
 /* daemon.hello */
 void
 method_daemon_hello(struct rpc_req *req)
@@ -35,7 +54,6 @@ method_daemon_hello(struct rpc_req *req)
         const char *client = NULL;
         int role = 0;
         bool auto_approve = false;
-        const char *approval;
         int64_t proto = 1;
 
         if (params_known(req->params, keys, &err) < 0 ||
@@ -52,20 +70,19 @@ method_daemon_hello(struct rpc_req *req)
                 rpc_error(req, &err);
                 return;
         }
-        conn_set_role(req->conn, (enum conn_role) role, auto_approve, client);
-        if (role == CONN_ROLE_INTERACTIVE)
-                approval = "ask";
-        else if (role == CONN_ROLE_SUBAGENT)
-                approval = g.config->subagent_auto_approve ? "approve" : "deny";
-        else {
-                bool ok = false;
-                for (size_t i = 0; i < g.config->nbatch_auto_approve_uids; i++)
-                        ok |= g.config->batch_auto_approve_uids[i] == conn_uid(req->conn);
-                approval = auto_approve && ok ? "approve" : "deny";
+        if (!conn_set_role(req->conn, (enum conn_role) role, auto_approve, client)) {
+                rpc_error_msg(req, SBX_E_INVALID_REQUEST,
+                              "invalid request: daemon.hello was sent on this connection already "
+                              "(role \"%s\"); the role is set once: open another connection "
+                              "for another role",
+                              roles[conn_role(req->conn)]);
+                return;
         }
-        rpc_result(req, json_pack("{s:s,s:s,s:i,s:s,s:s,s:o}", "server", "sandboxd", "version",
+        role = (int) conn_role(req->conn);
+        rpc_result(req, json_pack("{s:s,s:s,s:i,s:s,s:s,s:o,s:b}", "server", "sandboxd", "version",
                                   SANDBOXD_VERSION, "protocol", 1, "role", roles[role], "approval",
-                                  approval, "backends", backend_names()));
+                                  hello_approval(req->conn), "backends", backend_names(),
+                                  "in_sandbox", conn_confined(req->conn)));
 }
 
 /* Collects probe answers for backend.list / daemon.info. */

@@ -17,6 +17,8 @@
 #include "daemon/conn.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/peer.h"
+#include "daemon/sandbox.h"
 #include "protocol/util.h"
 
 static uv_pipe_t server_pipe;
@@ -46,6 +48,41 @@ server_peer_allowed(uid_t uid, gid_t gid, struct conn *c)
                                 return true;
         }
         return false;
+}
+
+struct server_ids {
+        const char **v;
+        size_t n, cap;
+};
+
+static void
+server_container_id_cb(struct sandbox *sb, void *ctx)
+{
+        struct server_ids *ids = ctx;
+        const char *id = json_string_value(json_object_get(sb->details, "container_id"));
+
+        if (id && ids->n < ids->cap)
+                ids->v[ids->n++] = id;
+}
+
+/* A peer inside one of our process trees or containers is a subagent whatever it says: it
+ * must not answer approvals for what it runs itself. */
+static void
+server_peer_confine(struct conn *c)
+{
+        struct server_ids ids = {NULL, 0, sandbox_count()};
+        const char *why;
+
+        ids.v = xcalloc(ids.cap + 1, sizeof(*ids.v));
+        sandbox_foreach(server_container_id_cb, &ids);
+        why = peer_inside(conn_pid(c), getpid(), ids.v);
+        free(ids.v);
+        if (!why)
+                return;
+        conn_confine(c);
+        log_info("conn %llu: uid %u pid %d is inside the daemon's sandboxes (%s): role subagent, "
+                 "never asked",
+                 (unsigned long long) conn_id(c), (unsigned) conn_uid(c), (int) conn_pid(c), why);
 }
 
 static void
@@ -88,6 +125,7 @@ server_accept_cb(uv_stream_t *s, int status)
         } else {
                 log_debug("conn %llu: uid %u pid %d connected", (unsigned long long) conn_id(c),
                           (unsigned) uid, (int) conn_pid(c));
+                server_peer_confine(c);
         }
 }
 

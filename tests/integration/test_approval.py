@@ -319,7 +319,7 @@ class Roles(DaemonTest):
 
     def hello(self, **kw):
         a = Answers({"decision": "once"})
-        c = self.daemon.client(on_request=a)
+        c = self.daemon.client(on_request=a, hello=False)  # says its own hello
         self.addCleanup(c.close)
         h = c.call("daemon.hello", kw)
         return c, a, h
@@ -369,7 +369,7 @@ class SubagentAutoApprove(DaemonTest):
 
     def test_subagent_auto_approved(self):
         a = Answers()
-        c = self.daemon.client(on_request=a)
+        c = self.daemon.client(on_request=a, hello=False)  # says its own hello
         self.addCleanup(c.close)
         self.assertEqual(c.call("daemon.hello", {"role": "subagent"})["approval"], "approve")
         ws = workspace(self)
