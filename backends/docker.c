@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "backends/credenv.h"
 #include "backends/docker_int.h"
 #include "backends/http1.h"
 #include "policy/policy.h"
@@ -366,7 +367,7 @@ docker_cfg_str(json_t *config, const char *key, const char *env, const char *dfl
         const char *v = json_string_value(json_object_get(config, key));
 
         if (!v && env)
-                v = getenv(env);
+                v = credenv_get(env);
         if (!v || !*v)
                 v = dflt;
         return v ? xstrdup(v) : NULL;
@@ -453,7 +454,7 @@ static void
 docker_cfg_tls(json_t *config)
 {
         char *certs = docker_cfg_str(config, "cert_path", "DOCKER_CERT_PATH", NULL);
-        const char *verify = getenv("DOCKER_TLS_VERIFY");
+        const char *verify = credenv_get("DOCKER_TLS_VERIFY");
         bool tls = false;
 
         /* A malformed value cannot turn TLS off: anything but a clear "false" is true. */

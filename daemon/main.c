@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/credenv.h"
 #include "backends/spawn.h"
 #include "daemon/approval.h"
 #include "daemon/audit.h"
@@ -23,6 +24,7 @@
 #include "daemon/proc.h"
 #include "daemon/records.h"
 #include "daemon/sandbox.h"
+#include "daemon/secrets.h"
 #include "daemon/server.h"
 #include "protocol/sockpath.h"
 #include "protocol/util.h"
@@ -42,6 +44,7 @@ static char *reload_error; /* why the last configuration reload failed, NULL whe
 static uv_timer_t ready_timer;
 static unsigned probes_pending;
 static bool ready_sent;
+static int secrets_moved; /* credential variables taken out of the environment at start */
 
 /* READY=1 waits at most this long for the backend probes (a remote docker host that does
  * not answer must not keep the service "activating" until systemd gives up). */
@@ -448,6 +451,7 @@ main_shutdown(void)
         free(g.config_path);
         free(g.policy_error);
         free(reload_error);
+        credenv_clear();
 }
 
 /* Audit log and persisted approvals in the state directory. Neither stops the daemon: the
@@ -581,6 +585,12 @@ main(int argc, char **argv)
         bool verbose = false;
 
         util_json_alloc_init();
+        /* Before anything secret is read (configuration, backend credentials): no process of
+         * our uid may ptrace us or read our memory, environment or descriptors, and the
+         * credentials in our environment move into memory (backends read them from there). */
+        if (secrets_protect_process(&secrets_moved) < 0)
+                fprintf(stderr, "sandboxd: cannot make the process non-dumpable: %s\n",
+                        strerror(errno));
         /* libcurl is set up at the first HTTP request (backends/http.c), not here. */
         if (main_parse_args(argc, argv, &socket_arg, &verbose) < 0)
                 return 64;
@@ -606,6 +616,9 @@ main(int argc, char **argv)
         notify_init(g.loop);
         if (main_setup(socket_arg, &err) < 0 || main_init_backends(&err) < 0)
                 goto fatal;
+        if (secrets_moved > 0)
+                log_info("%d credential variable(s) moved out of the environment (docs/systemd.md)",
+                         secrets_moved);
         main_policy_state();
         proc_init(g.loop);
         sandbox_init(g.loop);

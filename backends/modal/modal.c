@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "backends/credenv.h"
 #include "backends/modal/modal_int.h"
 #include "backends/remote_sh.h"
 #include "policy/policy.h"
@@ -236,9 +237,9 @@ modal_config(json_t *config, struct sbx_error *err)
         for (size_t i = 0; i < ARRAY_SIZE(modal_keys); i++) {
                 const struct modal_key *k = &modal_keys[i];
                 const char *s = json_string_value(json_object_get(config, k->key));
-                if (!s && k->env && getenv(k->env) && *getenv(k->env))
-                        s = getenv(k->env);
-                if (k->type == MK_TOKEN_FILE && s == getenv("TOOL_GATEWAY_USER_TOKEN") && s) {
+                if (!s && k->env && credenv_get(k->env) && *credenv_get(k->env))
+                        s = credenv_get(k->env);
+                if (k->type == MK_TOKEN_FILE && s == credenv_get("TOOL_GATEWAY_USER_TOKEN") && s) {
                         modal.gw_token = xstrdup(s); /* the variable holds the token itself */
                         continue;
                 }
@@ -370,12 +371,12 @@ modal_read_creds(struct modal_creds *c)
         const char *home = getenv("HOME");
         /* ~ as Modal's clients expand it: $HOME, else the password database. */
         struct modal_env env = {
-                getenv("MODAL_TOKEN_ID"),
-                getenv("MODAL_TOKEN_SECRET"),
-                getenv("MODAL_CONFIG_PATH"),
-                getenv("MODAL_PROFILE"),
-                getenv("MODAL_SERVER_URL"),
-                getenv("MODAL_ENVIRONMENT"),
+                credenv_get("MODAL_TOKEN_ID"),
+                credenv_get("MODAL_TOKEN_SECRET"),
+                credenv_get("MODAL_CONFIG_PATH"),
+                credenv_get("MODAL_PROFILE"),
+                credenv_get("MODAL_SERVER_URL"),
+                credenv_get("MODAL_ENVIRONMENT"),
                 home && *home ? home
                 : pw          ? pw->pw_dir
                               : NULL,

@@ -23,9 +23,10 @@ SANDBOXCTL = os.environ.get("SANDBOXCTL_BIN", os.path.abspath("build/std/sandbox
 class Daemon:
     """One sandboxd process with its own socket, state directory and notify socket."""
 
-    def __init__(self, config=None, args=(), env=None, state_dir=None):
+    def __init__(self, config=None, args=(), env=None, state_dir=None, uid=None):
         """state_dir: use this state directory (kept after stop, e.g. for a restart test)
-        instead of a fresh one inside the daemon's temporary directory."""
+        instead of a fresh one inside the daemon's temporary directory. uid: run the daemon
+        as this uid (and its own gid), as a user service would (the test must be root)."""
         self.dir = tempfile.mkdtemp(prefix="sbxtest-")
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "run", "sandboxd.sock")
@@ -47,6 +48,10 @@ class Daemon:
         e["NOTIFY_SOCKET"] = self.notify_path
         e.pop("LISTEN_FDS", None)
         e.update(env or {})
+        if uid is not None:
+            os.chown(self.dir, uid, -1)
+            os.chmod(self.notify_path, 0o777)
+            cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"] + cmd
         self.log = open(os.path.join(self.dir, "daemon.log"), "w+")
         self.proc = subprocess.Popen(cmd, env=e, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_notify("READY=1", 20)
