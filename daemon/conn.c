@@ -23,6 +23,14 @@ struct conn_call {
         void *ctx;
 };
 
+/* Input bytes held by the read buffers of one uid's connections (max_input_bytes_per_uid). */
+struct conn_acct {
+        struct list node; /* in conn_accts */
+        uid_t uid;
+        size_t bytes;
+        unsigned refs; /* connections */
+};
+
 struct conn {
         uv_pipe_t pipe;
         struct list node; /* in conn_all */
@@ -39,6 +47,8 @@ struct conn {
         bool confined; /* the peer is inside the daemon's sandboxes: subagent for good */
         char *client;
         struct frame frame;
+        struct conn_acct *acct; /* NULL until accepted */
+        size_t held;            /* what frame holds, as counted in acct */
         size_t queued;
         bool closing;
         bool reading;
@@ -53,6 +63,11 @@ struct conn {
         uv_timer_t hup_timer; /* while half-closed: notice a full close (POLLHUP) */
         uv_shutdown_t shutdown_req;
 };
+
+static const char conn_budget_msg[] =
+        "limit reached: this uid's connections hold too many bytes of unfinished messages "
+        "(max_input_bytes_per_uid); the message being received was discarded, the connection "
+        "stays usable";
 
 /* Shared by every connection: the framer copies what it keeps. */
 static char conn_rbuf[CONN_READ_BUF];
@@ -70,14 +85,83 @@ static uint64_t conn_next_id = 1;
 static size_t conn_max_message = 16u << 20;
 static size_t conn_wbuf_max = 8u << 20;
 static size_t conn_max_pending = 100000;
+static size_t conn_input_max = 64u << 20;
+static struct list conn_accts = {&conn_accts, &conn_accts};
 
-/* Sets limits for new connections. */
+/* Sets limits for new connections (the input budget for all at once). */
 void
-conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending)
+conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending,
+                size_t input_per_uid)
 {
         conn_max_pending = max_pending;
         conn_max_message = max_message;
         conn_wbuf_max = write_buffer_max;
+        conn_input_max = input_per_uid;
+}
+
+static struct conn_acct *
+conn_acct_get(uid_t uid)
+{
+        struct list *pos, *tmp;
+        struct conn_acct *a;
+
+        LIST_FOREACH_SAFE(pos, tmp, &conn_accts)
+        {
+                a = LIST_ENTRY(pos, struct conn_acct, node);
+                if (a->uid == uid) {
+                        a->refs++;
+                        return a;
+                }
+        }
+        a = xcalloc(1, sizeof(*a));
+        a->uid = uid;
+        a->refs = 1;
+        list_add_tail(&conn_accts, &a->node);
+        return a;
+}
+
+/* Brings c's share of its uid's budget up to date with what its buffer holds. */
+static void
+conn_account(struct conn *c)
+{
+        size_t now = c->closing ? 0 : frame_memory(&c->frame);
+
+        if (!c->acct)
+                return;
+        c->acct->bytes = c->acct->bytes - c->held + now;
+        c->held = now;
+}
+
+static void
+conn_acct_put(struct conn *c)
+{
+        struct conn_acct *a = c->acct;
+
+        if (!a)
+                return;
+        a->bytes -= c->held;
+        c->held = 0;
+        c->acct = NULL;
+        if (--a->refs == 0) {
+                list_del(&a->node);
+                free(a);
+        }
+}
+
+/* Input bytes held for uid's connections (every uid's for (uid_t) -1). */
+size_t
+conn_input_bytes(uid_t uid)
+{
+        struct list *pos, *tmp;
+        size_t n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &conn_accts)
+        {
+                struct conn_acct *a = LIST_ENTRY(pos, struct conn_acct, node);
+                if (uid == (uid_t) -1 || a->uid == uid)
+                        n += a->bytes;
+        }
+        return n;
 }
 
 /* Open connections of one uid. */
@@ -192,6 +276,7 @@ conn_accept(uv_stream_t *server)
         c->uid = cred.uid;
         c->gid = cred.gid;
         c->pid = cred.pid;
+        c->acct = conn_acct_get(cred.uid);
         conn_read_groups(c, fd);
         list_add_tail(&conn_all, &c->node);
         conn_n++;
@@ -280,6 +365,7 @@ conn_close(struct conn *c)
         c->closing = true;
         conn_ref(c);
         conn_stop_reading(c);
+        conn_acct_put(c);
         if (c->hup_timer_on) {
                 c->hup_timer_on = false;
                 uv_close((uv_handle_t *) &c->hup_timer, conn_hup_close_cb);
@@ -671,6 +757,29 @@ conn_reject(struct conn *c, json_t *msg)
         uv_timer_start(&c->hup_timer, conn_reject_timeout_cb, 1000, 0);
 }
 
+/* Half-sent lines of one uid may not hold more than max_input_bytes_per_uid in all: the line
+ * that crosses it is dropped (its sender is told, the connection stays usable). */
+static void
+conn_budget(struct conn *c)
+{
+        size_t dropped;
+
+        if (c->closing)
+                return;
+        frame_trim(&c->frame, 0); /* idle connections hold nothing */
+        conn_account(c);
+        if (c->acct->bytes <= conn_input_max || !(dropped = frame_drop_partial(&c->frame)))
+                return;
+        conn_account(c);
+        log_info("conn %llu: uid %u over its input budget: an unfinished message of %zu bytes "
+                 "dropped",
+                 (unsigned long long) c->id, (unsigned) c->uid, dropped);
+        conn_send(c, json_pack("{s:s,s:n,s:{s:i,s:s%,s:{s:s,s:I}}}", "jsonrpc", "2.0", "id",
+                               "error", "code", SBX_E_LIMIT, "message", conn_budget_msg,
+                               strlen(conn_budget_msg), "data", "limit", "max_input_bytes_per_uid",
+                               "value", (json_int_t) conn_input_max));
+}
+
 static void
 conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -704,6 +813,7 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         frame_feed(&c->frame, buf->base, (size_t) nread);
         conn_ref(c);
         conn_process(c);
+        conn_budget(c);
         conn_unref(c);
 }
 

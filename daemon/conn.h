@@ -94,8 +94,12 @@ void conn_call_cancel(struct conn *c, const char *id);
 bool conn_inflight_begin(struct conn *c);
 void conn_inflight_end(struct conn *c);
 
-/* Sets limits for every new connection. */
-void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending);
+/* Sets limits for every new connection, and the per-uid budget of input bytes held in read
+ * buffers (half-sent messages) for all of them. */
+void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending,
+                     size_t input_per_uid);
+/* Input bytes held in the read buffers of uid's connections ((uid_t) -1: everyone's). */
+size_t conn_input_bytes(uid_t uid);
 /* Number of open connections (of one uid). */
 unsigned conn_count(void);
 unsigned conn_count_uid(uid_t uid);

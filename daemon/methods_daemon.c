@@ -98,15 +98,22 @@ struct probe_one {
         size_t index;
 };
 
+/* daemon.info without the backends. The counts are the daemon's for root and its owner, and
+ * the caller's own for anyone else: how busy other users are is none of their business. */
 static json_t *
-daemon_info_json(void)
+daemon_info_json(uid_t uid)
 {
-        return json_pack("{s:s,s:i,s:i,s:I,s:o,s:i,s:i,s:i,s:{s:I,s:s},s:s}", "version",
+        bool all = daemon_is_admin(uid);
+
+        return json_pack("{s:s,s:i,s:i,s:I,s:o,s:i,s:i,s:i,s:I,s:s,s:{s:I,s:s},s:s}", "version",
                          SANDBOXD_VERSION, "protocol", 1, "pid", (int) getpid(), "uptime_s",
                          (json_int_t) ((util_now_ms() - g.started_ms) / 1000), "socket",
                          g.socket_path ? json_string(g.socket_path) : json_null(), "connections",
-                         (int) conn_count(), "sandboxes", (int) sandbox_count(), "processes",
-                         (int) proc_running_count(), "policy", "rules",
+                         (int) (all ? conn_count() : conn_count_uid(uid)), "sandboxes",
+                         (int) (all ? sandbox_count() : sandbox_count_uid(uid)), "processes",
+                         (int) (all ? proc_running_count() : proc_running_uid(uid)), "input_bytes",
+                         (json_int_t) conn_input_bytes(all ? (uid_t) -1 : uid), "counts",
+                         all ? "daemon" : "caller", "policy", "rules",
                          (json_int_t) policy_rule_count(g.policy), "sha256",
                          policy_sha256(g.policy), "state_dir", g.state_dir);
 }
@@ -115,7 +122,7 @@ static void
 probe_done(struct probe_all *a)
 {
         if (a->info) {
-                json_t *r = daemon_info_json();
+                json_t *r = daemon_info_json(conn_uid(a->req->conn));
                 json_object_set_new(r, "backends", a->list);
                 if (g.policy_error)
                         json_object_set_new(json_object_get(r, "policy"), "error",

@@ -262,7 +262,7 @@ proc_running_count(void)
 }
 
 /* Processes of uid not yet ended. */
-static unsigned
+unsigned
 proc_running_uid(uid_t uid)
 {
         struct list *pos, *tmp;

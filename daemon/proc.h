@@ -14,6 +14,8 @@ void proc_init(uv_loop_t *loop);
 void proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx);
 unsigned proc_count(void);
 unsigned proc_running_count(void);
+/* Processes of uid not yet ended. */
+unsigned proc_running_uid(uid_t uid);
 /* Frees retained processes and their spools (shutdown). */
 void proc_shutdown(void);
 

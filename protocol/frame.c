@@ -36,6 +36,48 @@ frame_pending(const struct frame *f)
         return f->in.len - f->pos;
 }
 
+/* Memory held. */
+size_t
+frame_memory(const struct frame *f)
+{
+        return f->in.cap;
+}
+
+/* Drops the unfinished line when it is all that is buffered. */
+size_t
+frame_drop_partial(struct frame *f)
+{
+        size_t avail = f->in.len - f->pos;
+
+        /* Complete lines wait only while the connection is congested, and then nothing more
+         * is read: leave them (and the line after them) alone. */
+        if (!avail || memchr(f->in.data + f->pos, '\n', avail))
+                return 0;
+        f->in.len = f->pos = f->scanned = 0;
+        f->discarding = true;
+        frame_trim(f, 0);
+        return avail;
+}
+
+/* Frees or shrinks the buffer. */
+void
+frame_trim(struct frame *f, size_t keep)
+{
+        size_t pending = f->in.len - f->pos;
+
+        if (f->in.cap <= keep || (pending && pending * 4 > f->in.cap))
+                return;
+        if (pending == 0) {
+                buf_free(&f->in);
+                f->pos = f->scanned = 0;
+                return;
+        }
+        buf_consume(&f->in, f->pos);
+        f->pos = 0;
+        f->in.data = xrealloc(f->in.data, f->in.len + 1);
+        f->in.cap = f->in.len + 1;
+}
+
 static enum frame_status
 frame_overflow(struct frame *f)
 {

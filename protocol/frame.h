@@ -32,5 +32,12 @@ void frame_feed(struct frame *f, const char *p, size_t n);
 enum frame_status frame_next(struct frame *f, const char **line, size_t *len);
 /* Bytes buffered and not yet returned. */
 size_t frame_pending(const struct frame *f);
+/* Bytes of memory the buffer holds (its capacity). */
+size_t frame_memory(const struct frame *f);
+/* When all that is buffered is an unfinished line, drops it and discards the rest of it as it
+ * arrives (as for an over-long line). Returns the bytes dropped (0: complete lines wait). */
+size_t frame_drop_partial(struct frame *f);
+/* Gives memory back: frees an empty buffer larger than keep, shrinks a mostly consumed one. */
+void frame_trim(struct frame *f, size_t keep);
 
 #endif

@@ -83,6 +83,65 @@ START_TEST(test_frame_too_long_keeps_connection)
 }
 END_TEST
 
+/* A half-sent line can be dropped (its rest discarded as it comes); complete lines cannot. */
+START_TEST(test_frame_drop_partial)
+{
+        struct frame f;
+        enum frame_status st;
+        char *l;
+
+        frame_init(&f, 1000);
+        frame_feed(&f, "{\"half", 6);
+        ck_assert_ptr_null(frame_pop(&f, &st));
+        ck_assert_uint_eq(frame_drop_partial(&f), 6);
+        ck_assert_uint_eq(frame_pending(&f), 0);
+        ck_assert_uint_eq(frame_memory(&f), 0);
+        frame_feed(&f, " rest of it\nnext\n", 17);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "next");
+        free(l);
+        /* complete lines waiting (a congested connection) are left alone */
+        frame_feed(&f, "one\ntwo", 7);
+        ck_assert_uint_eq(frame_drop_partial(&f), 0);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "one");
+        free(l);
+        ck_assert_uint_eq(frame_drop_partial(&f), 3);
+        ck_assert_uint_eq(frame_drop_partial(&f), 0);
+        frame_free(&f);
+}
+END_TEST
+
+/* Memory goes back: empty buffers are freed, mostly consumed ones shrink to their content. */
+START_TEST(test_frame_trim)
+{
+        static char big[200000];
+        struct frame f;
+        enum frame_status st;
+        char *l;
+
+        memset(big, 'x', sizeof(big));
+        frame_init(&f, 1 << 20);
+        frame_feed(&f, big, sizeof(big));
+        frame_feed(&f, "\nabc", 4);
+        ck_assert_uint_ge(frame_memory(&f), sizeof(big));
+        l = frame_pop(&f, &st);
+        ck_assert_uint_eq(strlen(l), sizeof(big));
+        free(l);
+        frame_trim(&f, 0);
+        ck_assert_uint_le(frame_memory(&f), 4 + 1);
+        frame_feed(&f, "d\n", 2);
+        l = frame_pop(&f, &st);
+        ck_assert_str_eq(l, "abcd");
+        free(l);
+        frame_trim(&f, 1 << 20); /* small enough to keep */
+        ck_assert_uint_gt(frame_memory(&f), 0);
+        frame_trim(&f, 0);
+        ck_assert_uint_eq(frame_memory(&f), 0);
+        frame_free(&f);
+}
+END_TEST
+
 START_TEST(test_utf8)
 {
         struct buf b = {0};
@@ -340,6 +399,8 @@ main(void)
         util_json_alloc_init();
         tcase_add_test(tc, test_frame_lines);
         tcase_add_test(tc, test_frame_too_long_keeps_connection);
+        tcase_add_test(tc, test_frame_drop_partial);
+        tcase_add_test(tc, test_frame_trim);
         tcase_add_test(tc, test_utf8);
         tcase_add_test(tc, test_base64);
         tcase_add_test(tc, test_params);

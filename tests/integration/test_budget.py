@@ -1,0 +1,173 @@
+"""Memory per uid is bounded across connections, half-sent lines included
+(max_input_bytes_per_uid), and daemon.info shows an unprivileged caller only its own counts."""
+import json
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+from harness import Client, DaemonTest
+from test_identity import NOBODY, NobodyTest, as_nobody
+
+MIB = 1 << 20
+CONFIG = "[limits]\nmax_message_bytes = 4M\nmax_input_bytes_per_uid = 10M\n"
+HALF = b'{"jsonrpc":"2.0","id":7,"method":"policy.check","params":{"command":"' + b"a" * (3 * MIB)
+REST = b'"}}\n'
+
+
+def rss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def sanitized(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
+def wait_for(cond, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.02)
+
+
+def answered(c):
+    """The id of the response to a whole message (policy.check refuses a 3 MiB command with
+    -32602: what matters is that the message arrived whole, not -32004)."""
+    msg = c.read()
+    assert msg.get("error", {}).get("code") != -32004, msg
+    return msg["id"]
+
+
+class InputBudget(DaemonTest):
+    config = CONFIG
+
+    def held(self):
+        return self.c.call("daemon.info")["input_bytes"]
+
+    def half_sent(self, n):
+        """n connections, each holding a 3 MiB unfinished line once the daemon has read it."""
+        conns = []
+        for _ in range(n):
+            before = self.held()
+            c = self.daemon.client()
+            self.addCleanup(c.close)
+            c.send_raw(HALF)
+            wait_for(lambda: self.held() >= before + len(HALF),
+                     "the daemon to read a half-sent line")
+            conns.append(c)
+        return conns
+
+    def test_crossing_line_is_dropped_with_a_limit_error(self):
+        c1, c2 = self.half_sent(2)
+        c3 = self.daemon.client()
+        self.addCleanup(c3.close)
+        c3.send_raw(HALF)
+        err = c3.read()["error"]
+        self.assertEqual(err["code"], -32004)
+        self.assertEqual(err["data"], {"limit": "max_input_bytes_per_uid", "value": 10 * MIB})
+        self.assertIn("max_input_bytes_per_uid", err["message"])
+        self.assertLessEqual(self.held(), 10 * MIB)
+        # The rest of the dropped line is discarded; the connection goes on.
+        c3.send_raw(b"b" * MIB + REST)
+        self.assertEqual(c3.call("daemon.hello")["server"], "sandboxd")
+        # The others finish their messages normally, which frees the budget.
+        for c in (c1, c2):
+            c.send_raw(REST)
+            self.assertEqual(answered(c), 7)
+        wait_for(lambda: self.held() < MIB, "the buffers to be given back")
+
+    def test_many_connections_stay_within_the_budget(self):
+        # 24 connections, each with a 3 MiB line half sent: 72 MiB of the daemon's memory before
+        # (~72 MiB more RSS, measured); now at most 10 MiB of buffers, whatever the order.
+        base = rss(self.daemon.proc.pid)
+        conns = []
+        for _ in range(24):
+            c = self.daemon.client()
+            self.addCleanup(c.close)
+            c.send_raw(HALF)
+            c.sock.setblocking(False)
+            conns.append(c)
+        refused, deadline = set(), time.monotonic() + 30
+        while len(refused) < 21 and time.monotonic() < deadline:
+            for i, c in enumerate(conns):
+                try:
+                    if b"-32004" in c.sock.recv(65536):
+                        refused.add(i)
+                except BlockingIOError:
+                    pass
+            time.sleep(0.02)
+        self.assertGreaterEqual(len(refused), 21, "at most three 3 MiB lines fit in 10 MiB")
+        self.assertLessEqual(self.held(), 10 * MIB)
+        # Under AddressSanitizer freed memory stays in its quarantine: RSS says nothing there.
+        if not sanitized(self.daemon.proc.pid):
+            self.assertLess(rss(self.daemon.proc.pid) - base, 20 * MIB)
+
+
+# Holds connections with half-sent lines as nobody until stdin closes.
+HOG = textwrap.dedent("""
+    import json, socket, sys, time
+    half = b'{"jsonrpc":"2.0","id":7,"method":"policy.check","params":{"command":"' + \\
+        b"a" * (3 << 20)
+    conns, errors = [], 0
+    for _ in range(6):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        s.sendall(half)
+        conns.append(s)
+    deadline = time.monotonic() + 30
+    while errors < 4 and time.monotonic() < deadline:
+        for s in conns:
+            try:
+                if b"-32004" in s.recv(65536, 0x40):
+                    errors += 1
+            except BlockingIOError:
+                pass
+        time.sleep(0.02)
+    print(json.dumps({"refused": errors}), flush=True)
+    sys.stdin.read()
+""")
+
+
+class Attacker(NobodyTest):
+    config = CONFIG
+
+    def test_one_uid_cannot_starve_another(self):
+        hog = subprocess.Popen(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                                "--clear-groups", sys.executable, "-c", HOG,
+                                self.daemon.socket], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        self.addCleanup(hog.wait)
+        self.addCleanup(hog.stdin.close)
+        self.assertGreaterEqual(json.loads(hog.stdout.readline())["refused"], 4)
+        # nobody is at its budget; root's own 3.5 MiB message goes through.
+        root = Client(self.daemon.socket)
+        self.addCleanup(root.close)
+        root.send_raw(HALF + b"a" * (MIB // 2) + REST)
+        self.assertEqual(answered(root), 7)
+        info = root.call("daemon.info")
+        self.assertEqual(info["counts"], "daemon")
+        self.assertGreater(info["input_bytes"], 0)
+
+    def test_info_shows_the_caller_only_its_own_counts(self):
+        root = Client(self.daemon.socket)
+        self.addCleanup(root.close)
+        sb = root.call("sandbox.create", {"name": "roots-info"})
+        self.addCleanup(root.call, "sandbox.destroy", {"id": sb["id"]})
+        root.call("exec", {"sandbox": sb["id"], "argv": ["sleep", "30"], "background": True})
+        mine = root.call("daemon.info")
+        self.assertGreaterEqual((mine["sandboxes"], mine["processes"]), (1, 1))
+        info = as_nobody(self.daemon.socket, [["daemon.info", {}]])[0]["result"]
+        self.assertEqual((info["counts"], info["connections"], info["sandboxes"],
+                          info["processes"]), ("caller", 1, 0, 0))
+        self.assertLess(info["input_bytes"], 4096, "its own buffer only")
+
+
+if __name__ == "__main__":
+    unittest.main()
