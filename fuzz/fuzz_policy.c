@@ -1,6 +1,8 @@
 /* fuzz_policy.c — libFuzzer target: the shell parser and analyser on arbitrary bytes, plus the
- * argv path (input split at NULs). Crashes, leaks and sanitizer reports are failures; the
- * verdict for any input that hit a limit must not be ALLOW. */
+ * argv path (input split at NULs) and file operations (the input as the requested path).
+ * Crashes, leaks and sanitizer reports are failures; the verdict for any input that hit a
+ * limit must not be ALLOW, and a write that resolves into the daemon's state must be DENY
+ * whatever path was asked for. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,30 @@
 #include "policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* file.write / file.read of the input as a path, resolved below a protected directory. */
+static void
+fuzz_file(const struct policy *p, const struct policy_ctx *ctx, const char *s)
+{
+        struct policy_file_op op = {.path = s, .write = true, .mode = -1, .nlink = 1};
+        struct policy_result r;
+        size_t n = strlen(s);
+        char *res = malloc(n + 32);
+
+        memcpy(res, "/var/lib/sandboxd/", 18);
+        for (size_t i = 0; i <= n; i++) /* no "..": it must stay below the state directory */
+                res[18 + i] = s[i] == '.' || s[i] == '/' ? '_' : s[i];
+        op.resolved = res;
+        policy_eval_file(p, ctx, &op, &r);
+        if (r.verdict != POLICY_DENY)
+                abort();
+        policy_result_clear(&r);
+        op.write = false;
+        op.mode = (int) (n & 07777);
+        policy_eval_file(p, ctx, &op, &r);
+        policy_result_clear(&r);
+        free(res);
+}
 
 /* One input. */
 int
@@ -40,6 +66,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         argv[argc] = NULL;
         policy_eval_argv(p, &ctx, argv, &r);
         policy_result_clear(&r);
+        fuzz_file(p, &ctx, s);
         free(s);
         return 0;
 }
