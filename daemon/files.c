@@ -13,6 +13,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/proc.h"
 #include "daemon/sandbox.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
@@ -21,6 +22,8 @@
 #define FILE_READ_MAX (16u << 20)
 
 struct file_op {
+        struct list node; /* in file_ops until answered */
+        uid_t uid;
         struct rpc_req *req;
         struct sandbox *sb; /* referenced once known */
         bool write, base64;
@@ -36,11 +39,29 @@ struct file_op {
         void *vop;
 };
 
+static struct list file_ops = {&file_ops, &file_ops};
+
+/* File ops of uid not answered yet (on the local backend each is a process). */
+static unsigned
+file_ops_uid(uid_t uid)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &file_ops)
+        {
+                n += LIST_ENTRY(pos, struct file_op, node)->uid == uid;
+        }
+        return n;
+}
+
 static struct file_op *
 file_op_new(struct rpc_req *req, bool write)
 {
         struct file_op *op = xcalloc(1, sizeof(*op));
 
+        list_init(&op->node);
+        op->uid = conn_uid(req->conn);
         op->req = req;
         op->write = write;
         op->mode = -1;
@@ -50,6 +71,7 @@ file_op_new(struct rpc_req *req, bool write)
 static void
 file_op_free(struct file_op *op)
 {
+        list_del(&op->node);
         policy_result_clear(&op->pr);
         if (op->sb)
                 sandbox_unref(op->sb);
@@ -199,8 +221,21 @@ file_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
 static void
 file_begin(struct file_op *op, const char *id)
 {
+        uint64_t max = g.config->max_processes_per_uid;
         struct sandbox *sb;
 
+        /* An op waiting for an approval keeps its helper process: they count as processes. */
+        if (proc_running_uid(op->uid) + file_ops_uid(op->uid) >= max) {
+                struct sbx_error err = {0};
+                sbx_error_limit(&err, "max_processes_per_uid", (long long) max,
+                                "limit reached: uid %u has %llu processes and file operations "
+                                "running (max_processes_per_uid); wait for some to finish",
+                                (unsigned) op->uid, (unsigned long long) max);
+                rpc_error(op->req, &err);
+                file_op_free(op);
+                return;
+        }
+        list_add_tail(&file_ops, &op->node);
         if (!id) {
                 sandbox_default(op->req->conn, file_sandbox_cb, op);
                 return;

@@ -255,6 +255,22 @@ class FilePolicy(DaemonTest):
         self.assertNotIn("SECRET-CONTENT", log)
 
 
+class FileLimits(DaemonTest):
+    config = "[limits]\nmax_processes_per_uid = 2\n[policy]\napproval_timeout_s = 60\n"
+
+    def test_pending_ops_count_as_processes(self):
+        # Each op waiting for an approval keeps a helper process: they are bounded.
+        d = tmpdir(self)
+        for i, name in ((1, ".bashrc"), (2, ".profile"), (3, ".zshrc")):
+            self.c.send({"jsonrpc": "2.0", "id": i, "method": "file.write",
+                         "params": {"path": "%s/%s" % (d, name), "data": "x"}})
+        self.assertEqual(self.c.wait_response(3)["error"]["data"],
+                         {"limit": "max_processes_per_uid", "value": 2})
+        for i in (1, 2):  # the harness answers approval requests with deny
+            self.assertEqual(self.c.wait_response(i)["error"]["code"], -32001)
+        self.assertEqual(self.c.call("file.write", {"path": d + "/ok", "data": "1"})["bytes"], 1)
+
+
 class Attacker(NobodyTest):
     """A root daemon; the attacker is nobody, with only what it can reach itself."""
 
