@@ -278,6 +278,7 @@ ctl_proc_logs_run(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const char
         size_t left = n;
 
         while (left) {
+                bool answered = false;
                 for (size_t i = 0; i < n; i++) {
                         json_t *res = NULL;
                         if (!st[i].done && !st[i].req &&
@@ -290,8 +291,11 @@ ctl_proc_logs_run(struct ctl_ctx *ctx, const struct ctl_proc_opts *o, const char
                         ctl_proc_logs_got(ctx, o, &st[i], res);
                         json_decref(res);
                         left -= st[i].done;
+                        answered = true;
                 }
-                if (left && ctl_conn_poll(ctx->conn, NULL, 0, -1, &err) < 0)
+                /* Wait only while every live stream has a read in flight: a stream answered
+                 * in this pass sends its next read first (else both could sit idle). */
+                if (left && !answered && ctl_conn_poll(ctx->conn, NULL, 0, -1, &err) < 0)
                         goto fail;
         }
         fflush(stdout);
