@@ -17,6 +17,7 @@
 #include "daemon/proc.h"
 #include "daemon/records.h"
 #include "daemon/sandbox_policy.h"
+#include "policy/policy.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
@@ -46,10 +47,6 @@ static struct list sandbox_all = {&sandbox_all, &sandbox_all};
 static uv_timer_t sandbox_timer;
 static uint64_t sandbox_seq;
 
-static const char *const sandbox_keys[] = {
-        "backend",   "name",    "image",     "workdir",        "env",    "labels", "network",
-        "resources", "mounts",  "timeout_s", "idle_timeout_s", "docker", "ssh",    "singularity",
-        "modal",     "daytona", NULL};
 static const char *const sandbox_networks[] = {"none", "bridge", "host", NULL};
 
 /* Fills who for uid/gid/groups (copied), with the user's name and home from the passwd db. */
@@ -461,8 +458,8 @@ sandbox_validate(json_t *p, struct sbx_error *err)
         int64_t n;
         int e;
 
-        if (params_known(p, sandbox_keys, err) < 0 || params_str(p, "backend", 64, &s, err) < 0 ||
-            params_str(p, "name", 128, &s, err) < 0 ||
+        if (params_known(p, policy_sandbox_keys, err) < 0 ||
+            params_str(p, "backend", 64, &s, err) < 0 || params_str(p, "name", 128, &s, err) < 0 ||
             params_str(p, "image", SANDBOX_MAX_STRING, &s, err) < 0 ||
             params_str(p, "workdir", SANDBOX_MAX_STRING, &s, err) < 0 ||
             params_str_map(p, "env", SANDBOX_MAX_ENV, &j, err) < 0 ||
@@ -473,11 +470,9 @@ sandbox_validate(json_t *p, struct sbx_error *err)
             params_int(p, "idle_timeout_s", 0, 31536000, &n, err) < 0 ||
             sandbox_parse_resources(p, err) < 0)
                 return -1;
-        for (size_t i = 0; sandbox_keys[i]; i++) {
-                if (i >= 11 && json_object_get(p, sandbox_keys[i]) &&
-                    !json_is_object(json_object_get(p, sandbox_keys[i]))) {
-                        sbx_error_param(err, sandbox_keys[i],
-                                        "invalid params: '%s' must be an object", sandbox_keys[i]);
+        for (const char *const *k = policy_sandbox_sections; *k; k++) {
+                if (json_object_get(p, *k) && !json_is_object(json_object_get(p, *k))) {
+                        sbx_error_param(err, *k, "invalid params: '%s' must be an object", *k);
                         return -1;
                 }
         }

@@ -216,11 +216,23 @@ container_judge(struct cjudge *j, json_t *spec)
                 backend = j->ev->ctx->backend;
         if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
                 j->ev->host_access = true;
+        /* Keys are exact (JSON-RPC params), unlike Docker's: "Mounts" is not "mounts". */
+        const char *k;
+        json_t *v;
+        json_object_foreach(spec, k, v) if (!strv_contains(policy_sandbox_keys, k))
+                cj_invalid(j, k, "not a sandbox.create param");
         spec_network(j, json_object_get(spec, "network"));
         mount_protocol(j, "mounts", json_object_get(spec, "mounts"));
         spec_docker(j, json_object_get(spec, "docker"));
         spec_singularity(j, json_object_get(spec, "singularity"));
 }
+
+const char *const policy_sandbox_keys[] = {
+        "backend", "name", "image", "workdir", "env", "labels", "network", "resources", "mounts",
+        "timeout_s", "idle_timeout_s",
+        /* policy_sandbox_sections */
+        "docker", "ssh", "singularity", "modal", "daytona", NULL};
+const char *const *const policy_sandbox_sections = policy_sandbox_keys + 11;
 
 /* Judges a sandbox.create-shaped spec; findings go to unit. */
 void

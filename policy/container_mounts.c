@@ -377,11 +377,23 @@ has_item(const char *list, const char *want, bool prefix)
         return false;
 }
 
-/* overlay: lowerdir=a:b, upperdir=x and workdir=y are host paths. */
+/* A directory list of overlay ("a:b"): every member a non-empty path. */
+static bool
+overlay_dirs_ok(const char *v)
+{
+        size_t n = strlen(v);
+
+        return n && v[0] != ':' && v[n - 1] != ':' && !strstr(v, "::");
+}
+
+/* overlay: lowerdir=a:b, upperdir=x and workdir=y are host paths; an overlay without a
+ * lowerdir, or with an empty directory in a list, is not judged (the kernel's reading of it
+ * is not ours to guess) and refused. */
 static void
 overlay_opts(struct cjudge *j, const char *param, const char *o)
 {
         char *dup = arena_strdup(&j->ev->ar, o ? o : ""), *save = NULL;
+        bool lower = false;
 
         for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 const char *v, *k = item_key(j, t, &v);
@@ -396,10 +408,17 @@ overlay_opts(struct cjudge *j, const char *param, const char *o)
                 }
                 if (!v || (strcmp(k, "lowerdir") && strcmp(k, "upperdir") && strcmp(k, "workdir")))
                         continue;
+                if (!overlay_dirs_ok(v)) {
+                        cj_add(j, "container.volume-option", t);
+                        continue;
+                }
+                lower |= !strcmp(k, "lowerdir");
                 char *dirs = arena_strdup(&j->ev->ar, v), *s2 = NULL;
                 for (char *d = strtok_r(dirs, ":", &s2); d; d = strtok_r(NULL, ":", &s2))
                         mount_host_path(j, cj_fmt(j, "%s.o.%s", param, k), d);
         }
+        if (!lower)
+                cj_add(j, "container.volume-option", "overlay without lowerdir");
 }
 
 /* The local driver's options: only a plain volume, tmpfs, a bind (judged as one) and overlay

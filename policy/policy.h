@@ -85,6 +85,10 @@ void policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char
  * backend inspected: {"volumes": {name: GET /volumes/{name} body}, "containers": {name:
  * GET /containers/{name}/json body}} for the named volumes and VolumesFrom containers the spec
  * mentions. A field that cannot be judged sets out->invalid. */
+/* The params of sandbox.create (protocol §4), NULL-terminated; the backend sections (each an
+ * object) are its tail, policy_sandbox_sections. A spec with any other key is invalid. */
+extern const char *const policy_sandbox_keys[];
+extern const char *const *const policy_sandbox_sections;
 void policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t *spec,
                          json_t *facts, struct policy_result *out);
 /* Checks the operator's [backend.docker] unchecked_host_config_fields and volume_drivers

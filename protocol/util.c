@@ -227,3 +227,13 @@ util_random_hex(char *out, size_t n)
         }
         out[n] = '\0';
 }
+
+/* Whether s is one of the NULL-terminated list. */
+bool
+strv_contains(const char *const *list, const char *s)
+{
+        for (; list && *list; list++)
+                if (!strcmp(*list, s))
+                        return true;
+        return false;
+}

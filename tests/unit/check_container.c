@@ -112,6 +112,10 @@ static const struct scase scases[] = {
         {"{'backend':'docker','network':'bridge'}", A, NULL, ROOT},
         {"{'backend':'docker','network':'weird'}", D, "=network", ROOT},
         {"{'backend':'docker','docker':{'host_config':{},'foo':1}}", D, "=docker.foo", ROOT},
+        /* found by fuzz_container: top-level keys are exact, an unknown one is not ignored */
+        {"{'backend':'docker','Mounts':[{'type':'bind','source':'/','target':'/h'}]}", D, "=Mounts",
+         ROOT},
+        {"{'backend':'docker','Network':'host'}", D, "=Network", ROOT},
         /* the daemon's own defaults pass */
         {HC("'CapDrop':['ALL'],'CapAdd':['CHOWN','DAC_OVERRIDE','FOWNER','FSETID','SETUID',"
             "'SETGID','KILL'],'SecurityOpt':['no-new-privileges'],'Init':true,'NetworkMode':'none',"
@@ -195,6 +199,16 @@ static const struct scase scases[] = {
             "'Options':{'type':'overlay','device':'overlay','o':'lowerdir=/srv/a:/etc,"
             "upperdir=/srv/u,workdir=/srv/w'}}}}]"),
          D, "container.mount-system", ROOT},
+        /* found by fuzz_container: an empty lowerdir judged no directory at all */
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'overlay','o':'lowerdir='}}}}]"),
+         D, "container.volume-option", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'overlay','o':'lowerdir=/srv/a::/srv/b'}}}}]"),
+         D, "container.volume-option", ROOT},
+        {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
+            "'Options':{'type':'overlay','o':'upperdir=/srv/u,workdir=/srv/w'}}}}]"),
+         D, "container.volume-option", ROOT},
         {HC("'Mounts':[{'Type':'volume','Target':'/h','VolumeOptions':{'DriverConfig':{"
             "'Options':{'type':'cifs','device':'//10.0.0.1/share','o':'username=x'}}}}]"),
          D, "container.volume-netfs", ROOT},
