@@ -195,7 +195,8 @@ clean:
 # the container checks with the HTTP helpers (build/fuzz/fuzz_container).
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c protocol/codec.c
+FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c protocol/codec.c \
+                protocol/sha256.c
 FUZZ_FLAGS   := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 FUZZ_RUN     := -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048
 fuzz: build/fuzz/fuzz_policy build/fuzz/fuzz_container

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "policy/policy.h"
+#include "protocol/sha256.h" /* sha256_hex: the rules file's digest */
 
 #define POLICY_MAX_INPUT    (256 * 1024) /* bytes of one command string */
 #define POLICY_MAX_UNITS    4096         /* simple commands per evaluation */
@@ -197,9 +198,6 @@ int rulesfile_parse(struct policy *p, const char *path, char *text, size_t len,
 int rulesfile_read(const char *path, char **text, size_t *len);
 /* Whether a built-in rule has been disabled by the rules file. */
 bool rulesfile_disabled(const struct policy *p, const char *id);
-
-/* SHA-256 of data into 65 hex chars. */
-void sha256_hex(const void *data, size_t len, char out[65]);
 
 /* The policy object. */
 struct policy {

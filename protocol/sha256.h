@@ -1,0 +1,20 @@
+/* sha256.h — SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104). Pure, libc only: shared by the
+ * policy (rules-file digest), the daemon (audit chain, agent sessions) and sandboxd-agent. */
+#ifndef SANDBOXD_SHA256_H
+#define SANDBOXD_SHA256_H
+
+#include <stddef.h>
+
+#define SHA256_LEN 32
+
+/* Digest of data into out. */
+void sha256(const void *data, size_t len, unsigned char out[SHA256_LEN]);
+/* Lower-case hex digest of data (64 characters and a NUL). */
+void sha256_hex(const void *data, size_t len, char out[65]);
+/* HMAC-SHA-256 of the concatenation of parts[0..n) (each len bytes) under key. */
+void hmac_sha256(const void *key, size_t klen, const void *const *parts, const size_t *lens,
+                 size_t n, unsigned char out[SHA256_LEN]);
+/* Constant-time comparison of n bytes: 1 when equal. */
+int sha256_equal(const void *a, const void *b, size_t n);
+
+#endif
