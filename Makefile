@@ -7,9 +7,9 @@
 #   make format / format-check
 #
 # Sources are picked up by wildcard per module so new files need no Makefile edit:
-# protocol/*.c policy/*.c backends/*.c backends/*/*.c (minus backends/agent/, the static
-# agent binary) daemon/*.c (minus main.c) form libsandboxd.a;
-# every tests/unit/check_*.c becomes one test binary linked against it.
+# protocol/*.c policy/*.c backends/*.c backends/*/*.c (a backend's folder) daemon/*.c (minus
+# main.c) form libsandboxd.a; backends/agent/prog/*.c is sandboxd-agent; every
+# tests/unit/check_*.c becomes one test binary linked against it.
 
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
@@ -55,8 +55,7 @@ CHECK_LIBS := $(shell $(PKG_CONFIG) --libs $(CHECK_PKG) 2>/dev/null)
 LDFLAGS   ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
-LIB_SRC   := $(sort $(wildcard protocol/*.c policy/*.c backends/*.c) \
-             $(filter-out backends/agent/%,$(wildcard backends/*/*.c)) \
+LIB_SRC   := $(sort $(wildcard protocol/*.c policy/*.c backends/*.c backends/*/*.c) \
              $(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLIENT_SRC := $(sort $(wildcard client/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/check_*.c))
@@ -74,15 +73,16 @@ LIBA      := $(B)/libsandboxd.a
 
 SANDBOXD  := $(B)/sandboxd
 SANDBOXCTL := $(B)/sandboxctl
-# The docker sandboxes' resident exec agent: static, libc only, never sanitized (it runs inside
-# containers of any distribution; see backends/agent_proto.h).
+# The sandboxes' resident exec agent: static, libc only, never sanitized (it runs inside
+# containers of any distribution; see backends/agent/proto.h).
 AGENT     := $(B)/sandboxd-agent
-AGENT_SRC := $(sort $(wildcard backends/agent/*.c))
+AGENT_SRC := $(sort $(wildcard backends/agent/prog/*.c)) protocol/sha256.c
 
 ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) \
              $(BENCH_HELPER_SRC) daemon/main.c \
              $(AGENT_SRC)
-FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h backends/*/*.h tests/*/*.h tests/fakes/*.c fuzz/*.c))
+FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h tests/fakes/*.c \
+             fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz
@@ -105,12 +105,12 @@ $(SANDBOXD): $(B)/daemon/main.o $(LIBA)
 $(SANDBOXCTL): $(CLIENT_OBJ) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(AGENT): $(AGENT_SRC) backends/agent_proto.h
+$(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protocol/sha256.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(AGENT_SRC)
 
-# check_agent drives the built agent over pipes.
-$(B)/tests/check_agent: | $(AGENT)
+# check_agent and check_session drive the built agent.
+$(B)/tests/check_agent $(B)/tests/check_session: | $(AGENT)
 
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)

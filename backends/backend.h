@@ -1,13 +1,40 @@
-/* backend.h — the one interface every execution backend implements.
+/* backend.h — the one interface every execution backend implements (version 2).
+ *
+ * A backend is a struct backend_ops in the table of backend.c plus whatever files it needs
+ * (a backend of several files gets its own folder). docs/backends/writing-a-backend.md walks
+ * through one; this header is the contract.
  *
  * Threading: every op is called on the loop thread and every callback is delivered on the loop
  * thread. Ops never block for long (no network round trip, no waiting for a child); anything
- * slow is asynchronous and completes through a callback.
+ * slow is asynchronous and completes through a callback, exactly once.
  *
  * Ownership: the daemon owns struct sandbox_spec / exec_spec and everything they point to; a
  * backend copies what it needs to keep past the call. A backend owns its private per-sandbox
- * state (bsb) and per-process state (bproc) and frees them in destroy / after on_exit returns
- * plus release.
+ * state (struct backend_sandbox, defined by the backend) and per-exec state (its own struct
+ * that begins with a struct backend_proc) and frees them in destroy / proc release.
+ *
+ * Objects and their life:
+ *   sandbox  create (or adopt after a restart) -> ready -> destroy. While it lives the backend
+ *            may report its link through spec->up (lost, reconnecting, back, gone): the daemon
+ *            shows it as the sandbox's state and tells the owner (sandbox.state).
+ *   exec     exec_start (or exec_adopt after a restart) hands out a struct backend_proc whose
+ *            own ops (struct backend_proc_ops) do everything else to it. One backend may hand
+ *            out procs of different kinds (docker: through the resident agent, or one `docker
+ *            exec` each); the daemon never asks which. on_output*, then on_exit exactly once,
+ *            then the daemon calls ops->release.
+ *
+ * What the daemon asks of a backend is in caps and in optional entries (NULL: not supported),
+ * never in its name:
+ *   caps & BACKEND_CAP_HOST   commands run on the host as the caller: the policy treats the
+ *                             sandbox as host access, the host's shell and state directory
+ *                             are used for `command` execs;
+ *   save / adopt              the sandbox outlives the daemon (recorded in sandboxes.json);
+ *   exec_adopt                its execs do too: a restarted daemon takes them back;
+ *   inspect_spec              facts the policy needs before it judges a spec (docker: named
+ *                             volumes, which can bind host paths, and VolumesFrom
+ *                             containers, whose mounts a sandbox would inherit);
+ *   reap_orphans              backend resources of this daemon that no sandbox claims;
+ *   cancel                    a create in progress can be abandoned and leaves nothing.
  */
 #ifndef SANDBOXD_BACKEND_H
 #define SANDBOXD_BACKEND_H
@@ -23,7 +50,28 @@
 #include "protocol/error.h"
 
 struct backend_sandbox; /* backend-private, per sandbox */
-struct backend_proc;    /* backend-private, per exec */
+struct backend_proc;
+struct backend_proc_ops;
+
+/* The head of every backend's per-exec struct: what the daemon holds and calls. */
+struct backend_proc {
+        const struct backend_proc_ops *ops;
+};
+
+/* State of a sandbox's link to where its commands run (a remote host, an in-sandbox agent),
+ * reported by the backend through struct backend_upcalls. */
+enum backend_link {
+        BACKEND_LINK_LOST,         /* it dropped; the backend is about to restore it */
+        BACKEND_LINK_RECONNECTING, /* restoring it (reason: the last attempt's error) */
+        BACKEND_LINK_BACK,         /* restored: every exec goes on where it was */
+        BACKEND_LINK_GONE,         /* the backend gave up: its execs have ended (lost) */
+};
+
+/* Calls from a backend up to the daemon about one sandbox (ctx: spec->up_ctx). Valid from
+ * create/adopt until destroy is called; never from inside an op the daemon is calling. */
+struct backend_upcalls {
+        void (*link)(void *up_ctx, enum backend_link state, const char *reason);
+};
 
 /* Who a sandbox or exec acts for (from SO_PEERCRED / SO_PEERGROUPS). */
 struct backend_identity {
@@ -59,6 +107,8 @@ struct sandbox_spec {
                                   backend also hands it to the provider as a backstop */
         const char *state_dir; /* this sandbox's private directory on the host (exists, 0700) */
         const struct backend_identity *owner;
+        const struct backend_upcalls *up; /* may be NULL (tests); see struct backend_upcalls */
+        void *up_ctx;
 };
 
 /* What a backend reports about a created sandbox. */
@@ -69,7 +119,14 @@ struct sandbox_info {
         json_t *enforced; /* new; object: limit name -> mechanism ("cgroup", "rlimit", …)
                              or null when requested but not enforceable; may be NULL */
         json_t *details;  /* new; backend-specific extra fields; may be NULL */
+        /* Where `command` execs leave their shell-state files inside the sandbox (borrowed,
+         * the backend's; NULL: BACKEND_RUNTIME_DIR). Not used for BACKEND_CAP_HOST backends
+         * (the host state directory). */
+        const char *runtime_dir;
 };
+
+/* The default runtime directory inside a sandbox (see sandbox_info.runtime_dir). */
+#define BACKEND_RUNTIME_DIR "/tmp/.sandboxd"
 
 enum backend_stream {
         BACKEND_STDOUT = 0,
@@ -106,6 +163,10 @@ struct exec_exit {
          * vanished, the backend connection failed, …): the process never ran, no output was
          * delivered and the other fields are meaningless. Borrowed, NULL normally. */
         const struct sbx_error *error;
+        /* Set when the backend lost track of an exec that did run (the link to it was lost for
+         * good, or the agent running it restarted): how it ended is unknown, the other fields
+         * are meaningless. Borrowed, NULL normally. */
+        const char *lost;
 };
 
 /* Callbacks from a running exec to the daemon (loop thread). ctx is the daemon's job. */
@@ -160,20 +221,59 @@ struct backend_file_write {
         bool mkdir;
 };
 
+/* Per-exec operations (the ops of the struct backend_proc an exec_start handed out). */
+struct backend_proc_ops {
+        /* Queues stdin bytes; eof closes stdin after them. Fails with -EPIPE if closed. */
+        int (*write)(struct backend_proc *p, const void *data, size_t len, bool eof);
+        /* Sends sig to the exec's whole process tree. */
+        int (*signal)(struct backend_proc *p, int sig);
+        /* TERM, grace_ms, KILL the whole tree; cb once nothing is left (or it gave up). */
+        void (*kill)(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
+        /* Backpressure: stop / restart delivering the exec's output. */
+        void (*pause)(struct backend_proc *p);
+        void (*resume)(struct backend_proc *p);
+        int (*resize)(struct backend_proc *p, unsigned short rows, unsigned short cols);
+        /* What exec_adopt needs to take this exec back after a daemon restart (new object), or
+         * NULL when it cannot outlive the daemon. May be NULL. */
+        json_t *(*save)(struct backend_proc *p);
+        /* Frees the handle: after on_exit, or at shutdown while it runs (it is then left to
+         * run when save() gave a record, else killed). */
+        void (*release)(struct backend_proc *p);
+};
+
+enum backend_caps {
+        BACKEND_CAP_HOST = 1u << 0, /* commands run on the host, as the caller */
+};
+
+typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,
+                                 const struct sbx_error *err);
+typedef void (*backend_reaped_cb)(void *ctx, int removed, const struct sbx_error *err);
+
 struct backend_ops {
         const char *name;
+        unsigned caps; /* enum backend_caps */
 
         /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
          * may be empty), to which the daemon adds "instance" (its state directory, unless the
-         * section sets one) and "drain_grace_ms" ([exec] drain_grace_ms). Fails only for
-         * configuration errors. */
+         * section sets one), "drain_grace_ms" ([exec] drain_grace_ms) and "file_timeout_ms"
+         * (the bound of a file op). Unknown keys are ignored. Fails only for configuration
+         * errors. */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Whether the backend can be used now; the answer arrives through cb. */
         void (*probe)(void *ctx, backend_probe_cb cb);
 
+        /* Facts the policy needs to judge a sandbox.create spec (the params object, borrowed)
+         * before anything is created, in the shape policy_eval_sandbox takes them
+         * (policy/policy.h: {"volumes": {...}, "containers": {...}}). An error fails the
+         * create (fail closed). Called again before a recreate. May be NULL. */
+        void (*inspect_spec)(json_t *spec, void *ctx, backend_facts_cb cb);
         /* Creates a sandbox. progress may be called any number of times before cb. */
         void (*create)(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
                        backend_create_cb cb);
+        /* Abandons the create or adopt started with ctx: whatever it made is removed, then its
+         * cb is called (with an error, SBX_E_UNUSABLE {state: "cancelled"}, unless it had
+         * finished first). Only while that cb is pending. May be NULL. */
+        void (*cancel)(void *ctx);
         /* What the backend needs to re-adopt this sandbox after a daemon restart (new object),
          * or NULL when it cannot be re-adopted (local sandboxes are simply recreated). */
         json_t *(*save)(struct backend_sandbox *bsb);
@@ -182,24 +282,27 @@ struct backend_ops {
                       backend_create_cb cb);
         /* Destroys a sandbox; its execs have been killed by the daemon already. bsb is freed. */
         void (*destroy)(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb);
+        /* Start-up, after re-adoption: removes what this daemon instance (config key
+         * "instance") left on the backend for sandboxes it has no record of, i.e. whose id is
+         * not in known_ids (NULL-terminated, borrowed for the call). cb gets how many were
+         * removed. Called only when probe says the backend is available. May be NULL. */
+        void (*reap_orphans)(const char *const *known_ids, void *ctx, backend_reaped_cb cb);
 
         /* Starts an exec. On success *ret holds the handle and cbs will be called later; on
          * failure (bad cwd, no such program, …) returns negative errno and sets err. */
         int (*exec_start)(struct backend_sandbox *bsb, const struct exec_spec *spec,
                           const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
                           struct sbx_error *err);
-        /* Queues stdin bytes; eof closes stdin after them. Fails with -EPIPE if closed. */
-        int (*exec_write)(struct backend_proc *p, const void *data, size_t len, bool eof);
-        /* Sends sig to the exec's whole process tree. */
-        int (*exec_signal)(struct backend_proc *p, int sig);
-        /* TERM, grace_ms, KILL the whole tree; cb once nothing is left (or it gave up). */
-        void (*exec_kill)(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
-        /* Backpressure: stop / restart reading the exec's output. */
-        void (*exec_pause)(struct backend_proc *p);
-        void (*exec_resume)(struct backend_proc *p);
-        int (*exec_resize)(struct backend_proc *p, unsigned short rows, unsigned short cols);
-        /* Frees the handle after on_exit was delivered. */
-        void (*exec_release)(struct backend_proc *p);
+        /* Takes back an exec a previous daemon started (record: what its proc's save()
+         * returned; spec: exec_id, state_path, pty as at the start). Output continues from
+         * offsets[stream] (what the daemon has kept); if the exec ended meanwhile, the rest of
+         * its output and its real exit follow. An exec the backend no longer knows ends with
+         * exec_exit.lost. May be NULL. */
+        int (*exec_adopt)(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                          const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                          struct backend_proc **ret, struct sbx_error *err);
+        /* Every recorded exec of bsb has been adopted: what nobody claimed may be killed. */
+        void (*exec_adopt_done)(struct backend_sandbox *bsb);
 
         /* File ops refuse what is not a regular file and never block the loop; judge: see
          * backend_judge_fn. */
@@ -208,14 +311,8 @@ struct backend_ops {
         void (*file_write)(struct backend_sandbox *bsb, const struct backend_file_write *w,
                            void *ctx, backend_judge_fn judge, backend_done_cb cb);
 
-        /* Start-up, after re-adoption: removes what this daemon instance (config key
-         * "instance") left on the backend for sandboxes it has no record of, i.e. whose id is
-         * not in known_ids (NULL-terminated, borrowed for the call). cb gets how many were
-         * removed. Called only when probe says the backend is available. May be NULL. */
-        void (*reap_orphans)(const char *const *known_ids, void *ctx,
-                             void (*cb)(void *ctx, int removed, const struct sbx_error *err));
-
-        /* Daemon shutdown: release process-wide resources. May be NULL. */
+        /* Daemon shutdown: release process-wide resources (sandboxes with save() and their
+         * adoptable execs are left running). May be NULL. */
         void (*shutdown)(void);
 };
 

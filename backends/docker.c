@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include "backends/agent/session.h"
 #include "backends/credenv.h"
 #include "backends/docker_int.h"
 #include "backends/http1.h"
@@ -217,6 +219,8 @@ docker_sandbox_mark(struct backend_sandbox *sb, const char *state)
                 return;
         free(sb->state);
         sb->state = xstrdup(state);
+        if (strcmp(state, "running") != 0 && strcmp(state, "creating") != 0)
+                docker_agent_container_gone(sb);
 }
 
 /* Takes a reference. */
@@ -235,7 +239,7 @@ docker_sandbox_unref(struct backend_sandbox *sb)
         if (!sb || --sb->refs > 0)
                 return;
         list_del(&sb->link);
-        docker_agent_close(sb->agent, "the sandbox is gone");
+        docker_agent_close(sb, NULL, false);
         free(sb->id);
         free(sb->cid);
         free(sb->name);
@@ -548,6 +552,33 @@ docker_cfg_agent(json_t *config, struct sbx_error *err)
         return 0;
 }
 
+/* The agent session's timing: agent_ping_ms, agent_link_timeout_ms, agent_reconnect_ms. */
+static int
+docker_cfg_agent_link(json_t *config, struct sbx_error *err)
+{
+        static const struct {
+                const char *key;
+                size_t off;
+        } keys[] = {
+                {"agent_ping_ms", offsetof(struct docker_state, agent_ping_ms)},
+                {"agent_link_timeout_ms", offsetof(struct docker_state, agent_link_timeout_ms)},
+                {"agent_reconnect_ms", offsetof(struct docker_state, agent_reconnect_ms)},
+        };
+        int64_t v;
+
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                if (docker_cfg_uint(config, keys[i].key, 0, &v) < 0 || v > 86400000) {
+                        sbx_error_param(err, keys[i].key,
+                                        "docker %s must be milliseconds from 0 (the default) to "
+                                        "86400000",
+                                        keys[i].key);
+                        return -EINVAL;
+                }
+                *(unsigned *) ((char *) &docker + keys[i].off) = (unsigned) v;
+        }
+        return 0;
+}
+
 static int
 docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
@@ -575,7 +606,8 @@ docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         docker.tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
         docker.instance = docker_cfg_str(config, "instance", NULL, NULL);
         docker.runtime = docker_cfg_str(config, "runtime", NULL, NULL);
-        if (docker_cfg_agent(config, err) < 0 || docker_parse_host(err) < 0)
+        if (docker_cfg_agent(config, err) < 0 || docker_cfg_agent_link(config, err) < 0 ||
+            docker_parse_host(err) < 0)
                 return -EINVAL;
         docker.http = http_multi_acquire(loop);
         docker.initialised = true;
@@ -601,8 +633,9 @@ docker_shutdown(void)
         {
                 struct backend_sandbox *sb = LIST_ENTRY(pos, struct backend_sandbox, link);
                 list_del(pos);
-                docker_agent_close(sb->agent, "the daemon is shutting down");
-                sb->agent = NULL;
+                /* The agent keeps every exec for the next daemon. */
+                agent_session_detach(sb->session);
+                sb->session = NULL;
                 /* A destroyed one lives on only through its execs' references. */
                 if (!sb->destroyed)
                         docker_sandbox_unref(sb);
@@ -732,8 +765,18 @@ struct docker_create {
         char *pull_error;
         bool host_access;
         bool adopting;
+        bool cancelled;
+        bool want_start;  /* agent mode: start once the attach is open (`docker start -a`) */
+        bool starting;    /* the start call is in flight */
+        bool agent_early; /* the agent answered (or failed: agent_error) before the start did */
+        char *agent_error;
+        struct list link;      /* in docker_creates while its cb is pending */
+        struct http_req *pull; /* the image pull in flight */
         struct sbx_error err;
 };
+
+/* Creates and adopts whose cb is pending, for cancel(ctx). */
+static struct list docker_creates = {&docker_creates, &docker_creates};
 
 static struct backend_sandbox *
 docker_sandbox_new(const char *id)
@@ -751,6 +794,8 @@ docker_sandbox_new(const char *id)
 static void
 docker_create_free(struct docker_create *c)
 {
+        list_del(&c->link);
+        free(c->agent_error);
         free(c->image);
         json_decref(c->body);
         json_decref(c->approved);
@@ -784,6 +829,10 @@ docker_create_fail(struct docker_create *c)
 {
         char *path;
 
+        if (c->sb->creating == c) {
+                c->sb->creating = NULL;
+                docker_agent_close(c->sb, NULL, true);
+        }
         if (!c->sb->cid || c->adopting) {
                 docker_create_fail_final(c);
                 return;
@@ -832,16 +881,24 @@ docker_create_done(struct docker_create *c)
         info.enforced = c->enforced;
         info.details = json_pack("{s:s,s:s}", "container_id", sb->cid, "container_name",
                                  sb->name ? sb->name : "");
+        info.runtime_dir = DOCKER_STATE_DIR;
         c->cb(c->ctx, sb, &info, NULL);
         json_decref(info.details);
         docker_create_free(c);
 }
 
-static void
-docker_create_agent_cb(void *ctx, const char *error)
+/* The agent's first READY (error NULL), or why it never came: an image where it cannot run
+ * fails the create, not the first exec. */
+void
+docker_create_agent_ready(struct docker_create *c, const char *error)
 {
-        struct docker_create *c = ctx;
-
+        if (c->starting) { /* the start's answer decides, with this */
+                c->agent_early = true;
+                free(c->agent_error);
+                c->agent_error = error ? xstrdup(error) : NULL;
+                return;
+        }
+        c->sb->creating = NULL;
         if (error) {
                 sbx_error_set(&c->err, SBX_E_BACKEND,
                               json_pack("{s:s,s:s,s:s}", "backend", "docker", "reason", error,
@@ -850,10 +907,24 @@ docker_create_agent_cb(void *ctx, const char *error)
                                         "architecture from a read-only bind mount; else set "
                                         "agent = off in [backend.docker]"),
                               "docker: sandboxd-agent did not start in the container: %s", error);
+                docker_agent_close(c->sb, NULL, true);
                 docker_create_fail(c);
                 return;
         }
         docker_create_done(c);
+}
+
+/* A cancelled create stops at its next step (its container, if any, is removed). */
+static bool
+docker_create_cancelled(struct docker_create *c)
+{
+        if (!c->cancelled)
+                return false;
+        sbx_error_clear(&c->err);
+        sbx_error_set(&c->err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "cancelled"),
+                      "creating sandbox %s was cancelled", c->sb->id);
+        docker_create_fail(c);
+        return true;
 }
 
 static void
@@ -862,6 +933,9 @@ docker_started_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
 {
         struct docker_create *c = ctx;
 
+        c->starting = false;
+        if (docker_create_cancelled(c))
+                return;
         if (status != 204 && status != 304) {
                 docker_create_fail_call(c, "start container", status, body, terr);
                 return;
@@ -870,12 +944,14 @@ docker_started_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
                 docker_create_done(c);
                 return;
         }
-        /* The first exec should not pay for the attach, and an agent that cannot run in this
-         * image must fail the create, not the first exec. */
-        struct backend_sandbox *sb = c->sb;
-        docker_sandbox_ref(sb); /* a failure may free c before open returns */
-        sb->agent = docker_agent_open(sb, c, docker_create_agent_cb);
-        docker_sandbox_unref(sb);
+        /* The agent's first READY finishes the create (docker_create_agent_ready); it may have
+         * come (or failed) already, before this answer. */
+        if (c->agent_early) {
+                char *e = c->agent_error;
+                c->agent_error = NULL;
+                docker_create_agent_ready(c, e);
+                free(e);
+        }
 }
 
 static void
@@ -883,11 +959,40 @@ docker_start(struct docker_create *c)
 {
         char *path = xasprintf("/containers/%s/start", c->sb->cid);
 
+        c->starting = true;
         if (docker_call("POST", path, NULL, NULL, 0, NULL, docker_started_cb, c) < 0) {
+                c->starting = false;
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);
         }
         free(path);
+}
+
+/* The container's attach is open: start it now, so that nothing the agent says (or its dying
+ * at once) happens before we listen. */
+void
+docker_create_attached(struct docker_create *c)
+{
+        if (!c->want_start)
+                return;
+        c->want_start = false;
+        docker_start(c);
+}
+
+/* Starts a created (or stopped) container: with the agent, attached first (`docker start -a`):
+ * the first exec does not pay for the attach, and an image where the agent cannot run fails
+ * here, not at the first exec. An adopted container's execs are taken back by the daemon first
+ * (exec_adopt, then exec_adopt_done). */
+static void
+docker_launch(struct docker_create *c)
+{
+        if (!c->sb->use_agent) {
+                docker_start(c);
+                return;
+        }
+        c->sb->creating = c;
+        c->want_start = true;
+        docker_agent_session(c->sb, c->adopting);
 }
 
 /* Whether a mount is the daemon's own read-only sandboxd-agent (src resolved). */
@@ -1033,6 +1138,8 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
         const char *wd =
                 json_string_value(json_object_get(json_object_get(body, "Config"), "WorkingDir"));
 
+        if (docker_create_cancelled(c))
+                return;
         if (status != 200) {
                 docker_create_fail_call(c, "inspect container", status, body, terr);
                 return;
@@ -1044,7 +1151,7 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
         free(c->sb->workdir);
         c->sb->workdir = xstrdup(wd && *wd ? wd : "/");
         docker_note_tmpfs(c->sb, body);
-        docker_start(c);
+        docker_launch(c);
 }
 
 static void
@@ -1066,11 +1173,14 @@ docker_created_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
         struct docker_create *c = ctx;
         const char *id = json_string_value(json_object_get(body, "Id"));
 
+        if (id && status == 201)
+                c->sb->cid = xstrdup(id); /* a cancel removes it */
+        if (docker_create_cancelled(c))
+                return;
         if (status != 201 || !id) {
                 docker_create_fail_call(c, "create container", status, body, terr);
                 return;
         }
-        c->sb->cid = xstrdup(id);
         docker_inspect_created(c);
 }
 
@@ -1177,6 +1287,9 @@ docker_pull_done_cb(void *ctx, struct http_req *req, const struct http_result *r
 {
         struct docker_create *c = ctx;
 
+        c->pull = NULL;
+        if (docker_create_cancelled(c))
+                return;
         if (c->line.len) {
                 json_t *ev = json_loadb(c->line.data, c->line.len, 0, NULL);
                 if (ev)
@@ -1230,7 +1343,7 @@ docker_pull(struct docker_create *c)
         docker_spec_init(&s, "POST", url);
         if (c->progress)
                 c->progress(c->ctx, "pull", c->image, 0, 0);
-        if (http_request(docker.http, &s, &cbs, c, NULL) < 0) {
+        if (http_request(docker.http, &s, &cbs, c, &c->pull) < 0) {
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);
         }
@@ -1245,6 +1358,8 @@ docker_image_cb(void *ctx, long status, json_t *body, const char *raw, size_t le
 {
         struct docker_create *c = ctx;
 
+        if (docker_create_cancelled(c))
+                return;
         if (status == 200)
                 docker_create_container(c);
         else if (status == 404)
@@ -1399,7 +1514,8 @@ docker_body_agent(json_t *body, json_t *hc)
         }
         json_array_append_new(mounts, json_pack("{s:s,s:s,s:s,s:b}", "Type", "bind", "Source",
                                                 docker.agent, "Target", AGENT_PATH, "ReadOnly", 1));
-        json_object_set_new(body, "Cmd", json_pack("[s]", AGENT_PATH));
+        json_object_set_new(body, "Cmd",
+                            json_pack("[sss]", AGENT_PATH, "--runtime-dir", DOCKER_STATE_DIR));
         /* The agent is the container's init (PID 1: it reaps orphans, as docker-init would):
          * any other process holding the container's stdio — docker-init, an entrypoint
          * script that does not exec — is dumpable, so a command could open its
@@ -1466,7 +1582,10 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
         c->ctx = ctx;
         c->cb = cb;
         c->progress = progress;
+        list_add_tail(&docker_creates, &c->link);
         c->sb = docker_sandbox_new(spec->id);
+        c->sb->up = spec->up;
+        c->sb->up_ctx = spec->up_ctx;
         c->sb->name = xasprintf("sandboxd-%s", spec->id);
         c->image = xstrdup(spec->image ? spec->image : docker.default_image);
         c->sb->image = xstrdup(c->image);
@@ -1549,7 +1668,7 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
         if (json_is_true(json_object_get(st, "Running")))
                 docker_create_done(c);
         else
-                docker_start(c); /* files survive a stop; processes do not */
+                docker_launch(c); /* files survive a stop; processes do not */
 }
 
 static void
@@ -1562,7 +1681,10 @@ docker_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend
         c->ctx = ctx;
         c->cb = cb;
         c->adopting = true;
+        list_add_tail(&docker_creates, &c->link);
         c->sb = docker_sandbox_new(spec->id);
+        c->sb->up = spec->up;
+        c->sb->up_ctx = spec->up_ctx;
         c->sb->image = spec->image ? xstrdup(spec->image) : NULL;
         c->enforced = docker_create_enforced(spec);
         if (!cid || !docker.initialised) {
@@ -1612,8 +1734,7 @@ docker_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb)
         d->ctx = ctx;
         d->cb = cb;
         bsb->destroyed = true;
-        docker_agent_close(bsb->agent, "the sandbox is being destroyed");
-        bsb->agent = NULL;
+        docker_agent_close(bsb, NULL, true);
         if (docker_call("DELETE", path, NULL, NULL, 0, NULL, docker_destroyed_cb, d) < 0)
                 docker_destroyed_cb(d, 0, NULL, NULL, 0, "cannot start an API request");
         free(path);
@@ -1697,10 +1818,10 @@ docker_reap_list_cb(void *ctx, long status, json_t *body, const char *raw, size_
         docker_reap_finish(r);
 }
 
-/* Removes this daemon's containers whose sandbox is unknown. */
-void
-docker_reap_orphans(const char *const *known_ids, void *ctx,
-                    void (*cb)(void *ctx, int removed, const struct sbx_error *err))
+/* Removes (force) containers labelled sandboxd=1 (and sandboxd.instance=<instance>) whose
+ * sandboxd.sandbox label is not in known_ids. */
+static void
+docker_reap_orphans(const char *const *known_ids, void *ctx, backend_reaped_cb cb)
 {
         struct docker_reap_list *rl = xcalloc(1, sizeof(*rl));
         struct docker_reap *r = xcalloc(1, sizeof(*r));
@@ -1731,24 +1852,44 @@ docker_reap_orphans(const char *const *known_ids, void *ctx,
         json_decref(f);
 }
 
+/* Abandons the create or adopt of ctx at its next step; one waiting for the agent now. */
+static void
+docker_cancel(void *ctx)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &docker_creates)
+        {
+                struct docker_create *c = LIST_ENTRY(pos, struct docker_create, link);
+                if (c->ctx != ctx || c->cancelled)
+                        continue;
+                c->cancelled = true;
+                if (c->pull) {
+                        http_cancel(c->pull); /* no on_done follows */
+                        c->pull = NULL;
+                        docker_create_cancelled(c);
+                } else if (c->sb->creating == c && !c->starting) {
+                        docker_create_cancelled(c); /* it closes the session */
+                }
+                return;
+        }
+}
+
 const struct backend_ops docker_backend_ops = {
         .name = "docker",
         .init = docker_init,
         .probe = docker_probe,
+        .inspect_spec = docker_inspect_spec,
         .create = docker_create,
+        .cancel = docker_cancel,
         .save = docker_save,
         .adopt = docker_adopt,
         .destroy = docker_destroy,
+        .reap_orphans = docker_reap_orphans,
         .exec_start = docker_exec_start,
-        .exec_write = docker_exec_write,
-        .exec_signal = docker_exec_signal,
-        .exec_kill = docker_exec_kill,
-        .exec_pause = docker_exec_pause,
-        .exec_resume = docker_exec_resume,
-        .exec_resize = docker_exec_resize,
-        .exec_release = docker_exec_release,
+        .exec_adopt = docker_exec_adopt,
+        .exec_adopt_done = docker_exec_adopt_done,
         .file_read = docker_file_read,
         .file_write = docker_file_write,
-        .reap_orphans = docker_reap_orphans,
         .shutdown = docker_shutdown,
 };

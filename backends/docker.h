@@ -9,23 +9,9 @@
 #include "backends/backend.h"
 #include "protocol/error.h"
 
+/* Its inspect_spec (named volumes and VolumesFrom containers for the policy) and reap_orphans
+ * (containers of this instance no sandbox claims) are vtable entries; see backends/backend.h. */
 extern const struct backend_ops docker_backend_ops;
-
-/* What the policy's container checks need before a create. spec is the sandbox.create params
- * object (borrowed): named volumes come from mounts[] entries of type "volume", from
- * docker.host_config Mounts (Type "volume") and Binds ("name:/target"), containers from
- * VolumesFrom, and then the volumes those containers mount. cb gets a new object
- * {"volumes": {name: GET /volumes/{name} body}, "containers": {name: GET
- * /containers/{name}/json body}} (what does not exist is left out: Docker would create a
- * volume empty, and refuse a missing container), or NULL and err. Needs init() first. */
-void docker_inspect_spec(json_t *spec, void *ctx,
-                         void (*cb)(void *ctx, json_t *facts, const struct sbx_error *err));
-
-/* Removes (force) containers labelled sandboxd=1 (and sandboxd.instance=<instance> when the
- * config sets "instance") whose sandboxd.sandbox label is not in known_ids (NULL-terminated,
- * borrowed for the call). cb gets how many were removed. */
-void docker_reap_orphans(const char *const *known_ids, void *ctx,
-                         void (*cb)(void *ctx, int removed, const struct sbx_error *err));
 
 /* What the backend knows about the sandbox's container: "running", "exited", "removed", …
  * (borrowed). Updated from Docker's event stream and from failed calls. */

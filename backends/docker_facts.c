@@ -17,7 +17,7 @@ struct docker_facts {
         int pending;
         bool volumes_asked;
         void *ctx;
-        void (*cb)(void *ctx, json_t *facts, const struct sbx_error *err);
+        backend_facts_cb cb;
         struct sbx_error err;
 };
 
@@ -139,8 +139,7 @@ facts_done(struct docker_facts *f)
 
 /* Inspects the named volumes and VolumesFrom containers of a spec. */
 void
-docker_inspect_spec(json_t *spec, void *ctx,
-                    void (*cb)(void *ctx, json_t *facts, const struct sbx_error *err))
+docker_inspect_spec(json_t *spec, void *ctx, backend_facts_cb cb)
 {
         struct docker_facts *f = xcalloc(1, sizeof(*f));
         json_t *ctrs = json_object(), *x;

@@ -1,4 +1,5 @@
-/* docker_int.h — private to the docker backend (docker.c, docker_exec.c, docker_tar.c).
+/* docker_int.h — private to the docker backend (docker.c, docker_exec.c, docker_attach.c,
+ * docker_hijack.c, docker_file.c, docker_tar.c).
  *
  * Loop thread only. The backend keeps one process-wide state (struct docker_state) holding the
  * configuration, the shared HTTP multi handle and the list of live sandboxes.
@@ -11,7 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "backends/agent_proto.h"
+#include "backends/agent/proto.h"
 #include "backends/backend.h"
 #include "backends/http.h"
 #include "protocol/list.h"
@@ -39,6 +40,7 @@ struct docker_state {
         char *runtime;    /* HostConfig.Runtime of new containers, NULL: dockerd's default */
         char *agent;      /* realpath of sandboxd-agent, NULL: every exec is a `docker exec` */
         char *agent_note; /* why there is no agent, for backend.list */
+        unsigned agent_ping_ms, agent_link_timeout_ms, agent_reconnect_ms; /* 0: defaults */
         struct list sandboxes;
         struct http_req *events;
         struct buf events_buf;
@@ -61,8 +63,11 @@ struct backend_sandbox {
         uint64_t oom_seen;        /* last oom_kill count read from the container's cgroup */
         struct buf dead_pidfiles; /* space-separated pid files to remove on the next helper */
         unsigned ndead;
-        bool use_agent;             /* the container runs sandboxd-agent (label sandboxd.agent) */
-        struct docker_agent *agent; /* its channel; NULL until the first use */
+        bool use_agent; /* the container runs sandboxd-agent (label sandboxd.agent) */
+        struct agent_session *session;  /* its session; NULL until the first use */
+        struct docker_create *creating; /* the create waiting for the agent's first READY */
+        const struct backend_upcalls *up;
+        void *up_ctx;
         int refs;
         bool destroyed;
 };
@@ -81,6 +86,14 @@ int docker_connect_stream(const struct http_cbs *cbs, void *ctx, struct http_req
 /* Fills err from a failed call (status/body/terr as in docker_resp_cb), prefixed with what. */
 void docker_error(struct sbx_error *err, const char *what, long status, json_t *body,
                   const char *terr);
+/* inspect_spec (docker_facts.c): what the policy's container checks need before a create.
+ * spec is the sandbox.create params object (borrowed): named volumes come from mounts[]
+ * entries of type "volume", from docker.host_config Mounts (Type "volume") and Binds
+ * ("name:/target"), containers from VolumesFrom, and then the volumes those containers mount.
+ * cb gets a new object {"volumes": {name: GET /volumes/{name} body}, "containers": {name: GET
+ * /containers/{name}/json body}} (what does not exist is left out: Docker would create a
+ * volume empty, and refuse a missing container), or NULL and err. Needs init() first. */
+void docker_inspect_spec(json_t *spec, void *ctx, backend_facts_cb cb);
 /* Marks a sandbox as unusable with state (e.g. "removed"). */
 void docker_sandbox_mark(struct backend_sandbox *sb, const char *state);
 /* Reference counting for sandboxes shared with pending operations. */
@@ -138,31 +151,20 @@ void docker_hijack_close(struct docker_hijack *hj);
 /* Ends every stream over TLS with why (owners hear on_end); before the HTTP handle goes. */
 void docker_hijack_end_all(const char *why);
 
-/* The channel to a sandbox's resident sandboxd-agent (docker_agent.c). */
-struct docker_agent;
-/* Someone waiting for messages with one id (an exec, a kill request); owned by the caller,
- * unlinked with list_del when done. on_gone: the channel went down; s is already unlinked. */
-struct docker_agent_sub {
-        struct list link;
-        uint32_t id;
-        void (*on_msg)(void *ctx, int type, const unsigned char *payload, uint32_t len);
-        void (*on_gone)(void *ctx, const char *why);
-        void *ctx;
-};
-/* error NULL: the agent answered HELLO; else why the channel is down (borrowed). */
-typedef void (*docker_agent_ready_cb)(void *ctx, const char *error);
-
-struct docker_agent *docker_agent_open(struct backend_sandbox *sb, void *ctx,
-                                       docker_agent_ready_cb cb);
-void docker_agent_ref(struct docker_agent *ag);
-void docker_agent_unref(struct docker_agent *ag);
-bool docker_agent_alive(const struct docker_agent *ag);
-const char *docker_agent_error(const struct docker_agent *ag);
-uint32_t docker_agent_id(struct docker_agent *ag);
-void docker_agent_sub(struct docker_agent *ag, struct docker_agent_sub *s);
-void docker_agent_send(struct docker_agent *ag, enum agent_msg type, uint32_t id, const void *a,
-                       size_t alen, const void *b, size_t blen);
-void docker_agent_close(struct docker_agent *ag, const char *why);
+/* The sandbox's agent session over the attach stream (docker_attach.c). */
+struct agent_session;
+struct docker_create;
+/* The session, opened now if there is none (or the last one gave up). adopting: the daemon
+ * re-adopts execs first (agent_session_adopt_done). */
+struct agent_session *docker_agent_session(struct backend_sandbox *sb, bool adopting);
+/* Ends the session (err NULL: the sandbox is going away; killed: its processes are dead). */
+void docker_agent_close(struct backend_sandbox *sb, const struct sbx_error *err, bool killed);
+/* The container stopped or vanished (sb->state says which): the session ends with -32006. */
+void docker_agent_container_gone(struct backend_sandbox *sb);
+/* The first READY of a creating sandbox's agent (error NULL), or why it never came. */
+void docker_create_agent_ready(struct docker_create *c, const char *error);
+/* A creating sandbox's attach is open: the container may be started. */
+void docker_create_attached(struct docker_create *c);
 
 /* Helper execs: a small command in the container whose output is collected. */
 typedef void (*docker_helper_cb)(void *ctx, int exit_code, const char *out, size_t len,
@@ -171,17 +173,15 @@ typedef void (*docker_helper_cb)(void *ctx, int exit_code, const char *out, size
 void docker_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                    void *ctx, docker_helper_cb cb);
 
-/* Exec engine (docker_exec.c), the backend_ops entries. */
+/* Exec engine (docker_exec.c), the backend_ops entries: through the agent when the container
+ * runs one, else one `docker exec` each (their procs carry their own ops). */
 int docker_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
                       const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
                       struct sbx_error *err);
-int docker_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof);
-int docker_exec_signal(struct backend_proc *p, int sig);
-void docker_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
-void docker_exec_pause(struct backend_proc *p);
-void docker_exec_resume(struct backend_proc *p);
-int docker_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short cols);
-void docker_exec_release(struct backend_proc *p);
+int docker_exec_adopt(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                      const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                      struct backend_proc **ret, struct sbx_error *err);
+void docker_exec_adopt_done(struct backend_sandbox *bsb);
 
 /* Files (docker_file.c), the backend_ops entries. */
 void docker_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset,

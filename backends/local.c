@@ -34,7 +34,7 @@ struct backend_sandbox {
 
 struct local_pipe {
         uv_pipe_t h;
-        struct backend_proc *p;
+        struct local_proc *p;
         int stream; /* 0 stdout, 1 stderr, -1 stdin */
         bool open;
 };
@@ -45,7 +45,7 @@ static char local_rbuf[LOCAL_READ_BUF];
 
 struct local_kill {
         struct list node;
-        struct backend_proc *p;
+        struct local_proc *p;
         uv_timer_t timer;
         uint64_t deadline_ms;
         bool killed;
@@ -53,8 +53,9 @@ struct local_kill {
         backend_kill_cb cb;
 };
 
-struct backend_proc {
-        struct list node; /* in local_procs while the leader runs */
+struct local_proc {
+        struct backend_proc base; /* ops: local_proc_ops */
+        struct list node;         /* in local_procs while the leader runs */
         int refs;
         pid_t pid;
         struct backend_sandbox *bsb;
@@ -79,10 +80,11 @@ static struct list local_procs = {&local_procs, &local_procs};
 static json_t *local_cgroup_info;
 static uint64_t local_drain_ms = 250;
 
-static void local_try_finish(struct backend_proc *p);
+static void local_try_finish(struct local_proc *p);
+static const struct backend_proc_ops local_proc_ops;
 
 static void
-local_proc_unref(struct backend_proc *p)
+local_proc_unref(struct local_proc *p)
 {
         if (--p->refs > 0)
                 return;
@@ -93,7 +95,7 @@ local_proc_unref(struct backend_proc *p)
 static void
 local_handle_close_cb(uv_handle_t *h)
 {
-        struct backend_proc *p = h->data;
+        struct local_proc *p = h->data;
 
         local_proc_unref(p);
 }
@@ -119,7 +121,7 @@ local_sigchld_cb(uv_signal_t *s, int signum)
                 struct list *pos, *tmp;
                 LIST_FOREACH_SAFE(pos, tmp, &local_procs)
                 {
-                        struct backend_proc *p = LIST_ENTRY(pos, struct backend_proc, node);
+                        struct local_proc *p = LIST_ENTRY(pos, struct local_proc, node);
                         if (p->pid != pid)
                                 continue;
                         p->exited = true;
@@ -286,7 +288,7 @@ static void
 local_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
         struct local_pipe *lp = LIST_ENTRY(s, struct local_pipe, h);
-        struct backend_proc *p = lp->p;
+        struct local_proc *p = lp->p;
 
         if (n > 0) {
                 p->cbs->on_output(p->ctx, (enum backend_stream) lp->stream, buf->base, (size_t) n);
@@ -300,7 +302,7 @@ local_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 }
 
 static int
-local_open_pipe(struct backend_proc *p, struct local_pipe *lp, int fd, int stream)
+local_open_pipe(struct local_proc *p, struct local_pipe *lp, int fd, int stream)
 {
         int r;
 
@@ -326,7 +328,7 @@ local_open_pipe(struct backend_proc *p, struct local_pipe *lp, int fd, int strea
 }
 
 static char *
-local_read_state(struct backend_proc *p, size_t *len)
+local_read_state(struct local_proc *p, size_t *len)
 {
         int fd = open(p->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         struct stat st;
@@ -353,7 +355,7 @@ local_read_state(struct backend_proc *p, size_t *len)
 }
 
 static void
-local_finish(struct backend_proc *p)
+local_finish(struct local_proc *p)
 {
         struct exec_exit ex = {0};
         char *state = NULL;
@@ -381,7 +383,7 @@ local_finish(struct backend_proc *p)
 static void
 local_drain_cb(uv_timer_t *t)
 {
-        struct backend_proc *p = t->data;
+        struct local_proc *p = t->data;
 
         /* The leader exited but something (a background grandchild) still holds the pipes. */
         if (!p->finished)
@@ -389,7 +391,7 @@ local_drain_cb(uv_timer_t *t)
 }
 
 static void
-local_try_finish(struct backend_proc *p)
+local_try_finish(struct local_proc *p)
 {
         if (p->finished || !p->exited)
                 return;
@@ -404,7 +406,7 @@ local_try_finish(struct backend_proc *p)
 static void
 local_write_cb(uv_write_t *req, int status)
 {
-        struct backend_proc *p = req->data;
+        struct local_proc *p = req->data;
 
         free(req);
         if (p->stdin_eof_pending && !uv_stream_get_write_queue_size((uv_stream_t *) &p->in.h)) {
@@ -415,8 +417,9 @@ local_write_cb(uv_write_t *req, int status)
 }
 
 static int
-local_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+local_exec_write(struct backend_proc *bp, const void *data, size_t len, bool eof)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         if (!p->in.open || p->stdin_eof_pending)
                 return -EPIPE;
         if (len) {
@@ -452,7 +455,7 @@ local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
 {
         struct spawn_opts o = {0};
         struct spawn_result res;
-        struct backend_proc *p;
+        struct local_proc *p;
         int r;
 
         o.argv = spec->argv;
@@ -471,6 +474,7 @@ local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
         if (r < 0)
                 return r;
         p = xcalloc(1, sizeof(*p));
+        p->base.ops = &local_proc_ops;
         p->refs = 1; /* the daemon's, dropped by exec_release */
         p->pid = res.pid;
         p->bsb = b;
@@ -491,16 +495,18 @@ local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
         if (res.stdin_fd >= 0) {
                 local_open_pipe(p, &p->in, res.stdin_fd, -1);
                 if (spec->stdin_len || !spec->stdin_open)
-                        local_exec_write(p, spec->stdin_data, spec->stdin_len, !spec->stdin_open);
+                        local_exec_write(&p->base, spec->stdin_data, spec->stdin_len,
+                                         !spec->stdin_open);
         }
-        *ret = p;
+        *ret = &p->base;
         /* The child may already be gone; SIGCHLD will tell. */
         return 0;
 }
 
 static int
-local_exec_signal(struct backend_proc *p, int sig)
+local_exec_signal(struct backend_proc *bp, int sig)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         if (kill(-p->pid, sig) < 0 && errno != ESRCH)
                 return -errno;
         return 0;
@@ -573,8 +579,9 @@ local_kill_tick_cb(uv_timer_t *t)
 }
 
 static void
-local_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+local_exec_kill(struct backend_proc *bp, unsigned grace_ms, void *ctx, backend_kill_cb cb)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         struct local_kill *k = xcalloc(1, sizeof(*k));
 
         k->p = p;
@@ -597,24 +604,27 @@ local_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_ki
 }
 
 static void
-local_exec_pause(struct backend_proc *p)
+local_exec_pause(struct backend_proc *bp)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         for (int i = 0; i < 2; i++)
                 if (p->out[i].open)
                         uv_read_stop((uv_stream_t *) &p->out[i].h);
 }
 
 static void
-local_exec_resume(struct backend_proc *p)
+local_exec_resume(struct backend_proc *bp)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         for (int i = 0; i < 2; i++)
                 if (p->out[i].open)
                         uv_read_start((uv_stream_t *) &p->out[i].h, local_alloc_cb, local_read_cb);
 }
 
 static int
-local_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short cols)
+local_exec_resize(struct backend_proc *bp, unsigned short rows, unsigned short cols)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         struct winsize ws = {.ws_row = rows, .ws_col = cols};
 
         if (p->pty_fd < 0 || !p->out[0].open)
@@ -623,8 +633,9 @@ local_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short co
 }
 
 static void
-local_exec_release(struct backend_proc *p)
+local_exec_release(struct backend_proc *bp)
 {
+        struct local_proc *p = (struct local_proc *) bp;
         if (!p->finished)
                 list_del(&p->node);
         uv_close((uv_handle_t *) &p->drain, local_drain_close_cb);
@@ -640,20 +651,24 @@ local_identity(struct backend_sandbox *b)
         return geteuid() == 0 ? &b->who : NULL;
 }
 
+static const struct backend_proc_ops local_proc_ops = {
+        .write = local_exec_write,
+        .signal = local_exec_signal,
+        .kill = local_exec_kill,
+        .pause = local_exec_pause,
+        .resume = local_exec_resume,
+        .resize = local_exec_resize,
+        .release = local_exec_release,
+};
+
 const struct backend_ops local_backend_ops = {
         .name = "local",
+        .caps = BACKEND_CAP_HOST,
         .init = local_init,
         .probe = local_probe,
         .create = local_create,
         .destroy = local_destroy,
         .exec_start = local_exec_start,
-        .exec_write = local_exec_write,
-        .exec_signal = local_exec_signal,
-        .exec_kill = local_exec_kill,
-        .exec_pause = local_exec_pause,
-        .exec_resume = local_exec_resume,
-        .exec_resize = local_exec_resize,
-        .exec_release = local_exec_release,
         .file_read = local_file_read,
         .file_write = local_file_write,
         .shutdown = local_shutdown,

@@ -1,8 +1,9 @@
 /* bench_docker.c — the docker backend against the docker CLI, measured in the same run.
  *
  *   exec: round trip of `true` in a running container, backend ops vs `docker exec CID true`
- *         (target ratio <= 0.5), in both exec modes: through the resident sandboxd-agent (the
- *         default; build/<variant>/sandboxd-agent) and one `docker exec` per command (agent=off)
+ *         (target ratio <= 0.05 through the agent), in both exec modes: through the resident
+ *         sandboxd-agent and its session (backends/agent/session.h; the default;
+ *         build/<variant>/sandboxd-agent) and one `docker exec` per command (agent = off)
  *   create: sandbox create (image check, create, mount read-back, start) vs `docker run -d`
  *         (target ratio <= 1.0)
  *   daemon: the same two through a real sandboxd ($SANDBOXD_BIN, default build/std/sandboxd) on
@@ -155,7 +156,7 @@ bench_backend_exec(struct backend_sandbox *sb, int n)
                         exit(1);
                 }
                 run_until(&done);
-                ops->exec_release(p);
+                p->ops->release(p);
         }
         return (double) (util_now_ns() - t0) / 1e6 / n;
 }
@@ -267,7 +268,7 @@ bench_daemon(int n, double ce, double cc)
         json_decref(sb);
         double dc = bd_create(&d, n / 3 + 1);
         printf("daemon exec argv true:    %.2f ms, docker exec CLI %.1f ms, ratio %.3f "
-               "(target <= 0.5)\n",
+               "(target <= 0.05)\n",
                ea, ce, ea / ce);
         printf("daemon exec command true: %.2f ms (shell state read back), ratio %.3f\n", ec,
                ec / ce);
@@ -343,8 +344,9 @@ main(void)
         double cc = bench_cli_create(n / 3 + 1);
         for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
                 printf("exec true   [%s]: backend %.2f ms, docker exec CLI %.1f ms, ratio %.3f "
-                       "(target <= 0.5)\n",
-                       modes[i].name, modes[i].exec, ce, modes[i].exec / ce);
+                       "(target %s)\n",
+                       modes[i].name, modes[i].exec, ce, modes[i].exec / ce,
+                       i == 0 ? "<= 0.05" : "none: the fallback");
                 printf("create      [%s]: backend %.1f ms, docker run -d %.1f ms, ratio %.2f "
                        "(target <= 1.0)\n",
                        modes[i].name, modes[i].create, cc, modes[i].create / cc);

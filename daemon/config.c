@@ -112,6 +112,9 @@ static const struct {
         {"docker", "runtime", CB_STR},
         {"docker", "unchecked_host_config_fields", CB_STR},
         {"docker", "volume_drivers", CB_STR},
+        {"docker", "agent_ping_ms", CB_UINT},
+        {"docker", "agent_link_timeout_ms", CB_UINT},
+        {"docker", "agent_reconnect_ms", CB_UINT},
         /* backends/modal/modal.c checks the values further (modes, URLs, the token file). */
         {"modal", "mode", CB_STR},
         {"modal", "app", CB_STR},

@@ -817,18 +817,33 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_unref(c);
 }
 
-/* Notifies everyone. */
-void
-conn_broadcast(const char *method, json_t *params)
+/* Notifies everyone (uid -1) or every connection of uid. */
+static void
+conn_notify_all(long long uid, const char *method, json_t *params)
 {
         struct list *pos, *tmp;
 
         LIST_FOREACH_SAFE(pos, tmp, &conn_all)
         {
                 struct conn *c = LIST_ENTRY(pos, struct conn, node);
-                conn_notify(c, method, json_incref(params));
+                if (uid < 0 || (long long) conn_uid(c) == uid)
+                        conn_notify(c, method, json_incref(params));
         }
         json_decref(params);
+}
+
+/* Notifies everyone. */
+void
+conn_broadcast(const char *method, json_t *params)
+{
+        conn_notify_all(-1, method, params);
+}
+
+/* Notifies every open connection of uid. */
+void
+conn_notify_uid(uid_t uid, const char *method, json_t *params)
+{
+        conn_notify_all((long long) uid, method, params);
 }
 
 /* Closes every connection. */

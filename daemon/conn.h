@@ -105,6 +105,8 @@ unsigned conn_count(void);
 unsigned conn_count_uid(uid_t uid);
 /* Sends a notification to every open connection (shutdown). Steals params. */
 void conn_broadcast(const char *method, json_t *params);
+/* Sends a notification to every open connection of uid. Steals params. */
+void conn_notify_uid(uid_t uid, const char *method, json_t *params);
 /* Closes every connection. */
 void conn_close_all(void);
 

@@ -372,16 +372,15 @@ main_init_backends(struct sbx_error *err)
                         json_decref(cfg);
                         continue;
                 }
+                /* Every backend gets these and reads what it knows (file_timeout_ms bounds the
+                 * helpers a backend runs file ops in, when it does: local). */
                 json_object_set_new(
                         cfg, "drain_grace_ms",
                         json_sprintf("%llu", (unsigned long long) g.config->drain_grace_ms));
-                /* Only the local backend runs file ops in helpers it must bound itself. */
-                if (!strcmp((*b)->name, "local"))
-                        json_object_set_new(
-                                cfg, "file_timeout_ms",
-                                json_sprintf("%llu",
-                                             (unsigned long long) MAX(g.config->file_timeout_s, 1) *
-                                                     1000));
+                json_object_set_new(
+                        cfg, "file_timeout_ms",
+                        json_sprintf("%llu",
+                                     (unsigned long long) MAX(g.config->file_timeout_s, 1) * 1000));
                 /* What a backend creates is labelled with the daemon it belongs to, so that
                  * orphan removal at start-up never touches another daemon's sandboxes. */
                 if (!json_object_get(cfg, "instance"))
@@ -423,6 +422,7 @@ main_shutdown(void)
         for (const struct backend_ops *const *b = backend_all(); *b; b++)
                 if ((*b)->shutdown)
                         (*b)->shutdown();
+        sandbox_shutdown();
         notify_close();
         uv_close((uv_handle_t *) &sig_term, NULL);
         uv_close((uv_handle_t *) &sig_int, NULL);

@@ -236,6 +236,7 @@ method_policy_check(struct rpc_req *req)
         json_t *argv = NULL, *spec = NULL;
         struct policy_result r = {0};
         struct policy_ctx ctx = {0};
+        const struct backend_ops *ops;
 
         if (params_known(req->params, keys, &err) < 0 ||
             params_str(req->params, "command", 1 << 20, &command, &err) < 0 ||
@@ -268,7 +269,9 @@ method_policy_check(struct rpc_req *req)
                 return;
         }
         ctx.backend = backend;
-        ctx.host_access = !strcmp(ctx.backend, "local");
+        ops = backend_lookup(ctx.backend);
+        /* An unknown backend is judged as the host: the strictest reading. */
+        ctx.host_access = !ops || (ops->caps & BACKEND_CAP_HOST);
         ctx.cwd = cwd;
         ctx.protected_paths = g.protected_paths;
         ctx.workspace = cwd;

@@ -13,6 +13,7 @@
 #include "backends/shell.h"
 #include "daemon/approval.h"
 #include "daemon/daemon.h"
+#include "daemon/execrec.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/records.h"
@@ -135,7 +136,17 @@ struct proc {
         uv_timer_t timer;
         bool paused;
         unsigned short rows, cols;
+        /* Execs that outlive the daemon (execrec.h): its record is on disk. */
+        bool persist;
+        bool keep_files;      /* shutdown: record and spools stay for the next daemon */
+        json_t *brecord;      /* the backend's save() (owned) */
+        json_t *policy_saved; /* a restored exec's policy object (owned) */
+        char *lost;           /* exec_exit.lost: how it ended is unknown */
 };
+
+static void proc_persist(struct proc *p);
+static void proc_start_persist(struct proc *p);
+static json_t *proc_restored; /* exec records loaded at start, waiting for their sandbox */
 
 static struct list proc_all = {&proc_all, &proc_all};
 /* The processes not yet ended: the per-uid limit is checked on every exec, and walking the
@@ -204,13 +215,16 @@ proc_unref(struct proc *p)
                 free(p->out[i].tail);
         }
         if (p->bp)
-                p->ops->exec_release(p->bp);
+                p->bp->ops->release(p->bp);
         if (p->sb)
                 sandbox_unref(p->sb);
         policy_result_clear(&p->pr);
         buf_free(&p->stdin_data);
         json_decref(p->argv);
         json_decref(p->env);
+        json_decref(p->brecord);
+        json_decref(p->policy_saved);
+        free(p->lost);
         free(p->command);
         free(p->tag);
         free(p->cwd);
@@ -228,6 +242,8 @@ proc_timer_close_cb(uv_handle_t *h)
 static void
 proc_forget(struct proc *p)
 {
+        if (p->persist && !p->keep_files)
+                execrec_drop(p->key);
         list_del(&p->node);
         list_del(&p->lnode);
         uv_close((uv_handle_t *) &p->timer, proc_timer_close_cb);
@@ -376,9 +392,9 @@ proc_update_pause(struct proc *p)
                 return;
         p->paused = congested;
         if (congested)
-                p->ops->exec_pause(p->bp);
+                p->bp->ops->pause(p->bp);
         else
-                p->ops->exec_resume(p->bp);
+                p->bp->ops->resume(p->bp);
 }
 
 /* Builds one exec.output line by hand: this is the hot path of streaming, and a single
@@ -481,6 +497,8 @@ proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t l
 static json_t *
 proc_policy_json(struct proc *p)
 {
+        if (p->policy_saved)
+                return json_deep_copy(p->policy_saved);
         return json_pack("{s:s,s:s,s:o}", "verdict", policy_verdict_name(p->pr.verdict),
                          "resolution", p->resolution ? p->resolution : "policy", "findings",
                          policy_findings_json(&p->pr));
@@ -561,13 +579,16 @@ proc_exit_fields(struct proc *p)
 {
         json_t *r = json_pack(
                 "{s:s,s:o,s:o,s:b,s:b,s:I,s:I,s:f}", "exec_id", p->id, "exit_code",
-                p->sig || p->state == PROC_FAILED ? json_null() : json_integer(p->exit_code),
+                p->sig || p->lost || p->state == PROC_FAILED ? json_null()
+                                                             : json_integer(p->exit_code),
                 "signal", proc_signal_json(p->sig), "timed_out", p->timed_out, "oom_killed", p->oom,
                 "stdout_bytes", (json_int_t) p->out[0].total, "stderr_bytes",
                 (json_int_t) p->out[1].total, "duration_ms", p->duration_ms);
 
         if (p->recreated)
                 json_object_set_new(r, "sandbox_recreated", json_true());
+        if (p->lost)
+                json_object_set_new(r, "lost", json_string(p->lost));
         return r;
 }
 
@@ -612,7 +633,7 @@ proc_kill_tree(struct proc *p)
         if (!p->bp || p->state != PROC_RUNNING)
                 return;
         proc_ref(p);
-        p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, p, proc_kill_done_cb);
+        p->bp->ops->kill(p->bp, (unsigned) g.config->kill_grace_ms, p, proc_kill_done_cb);
 }
 
 static void
@@ -624,7 +645,8 @@ proc_sub_close_cb(struct conn_watch *w)
 
         list_init(&s->watch.node); /* already unlinked by conn */
         proc_sub_free(s);
-        if (fg && p->state == PROC_RUNNING) {
+        /* At shutdown the daemon goes, not the client: what outlives it is left running. */
+        if (fg && p->state == PROC_RUNNING && !(g.stopping && p->persist)) {
                 log_info("exec %s: client disconnected during a foreground exec: killing its "
                          "process tree",
                          p->id);
@@ -772,6 +794,7 @@ proc_finish(struct proc *p)
                 p->sb->running--;
         sandbox_touch(p->sb);
         proc_release_shell(p);
+        proc_persist(p); /* before the backend forgets the exit (after on_exit returns) */
 }
 
 static void proc_start_error(struct proc *p, const struct sbx_error *error);
@@ -791,6 +814,10 @@ proc_exit_cb(void *ctx, const struct exec_exit *ex)
         p->exit_code = ex->exit_code;
         p->sig = ex->signal;
         p->oom = ex->oom_killed;
+        if (ex->lost) {
+                p->lost = xstrdup(ex->lost);
+                log_warn("exec %s: lost: %s", p->id, ex->lost);
+        }
         if (p->state_path)
                 proc_apply_shell_state(p, ex);
         log_debug("exec %s: exited (code %d, signal %d%s)", p->id, p->exit_code, p->sig,
@@ -919,7 +946,7 @@ proc_start_error(struct proc *p, const struct sbx_error *error)
         sbx_error_set(&e, error->code, json_incref(error->data), "%s", error->message);
         log_info("exec %s: the backend could not start it: %s", p->id, error->message);
         if (p->bp) {
-                p->ops->exec_release(p->bp);
+                p->bp->ops->release(p->bp);
                 p->bp = NULL;
         }
         uv_timer_stop(&p->timer);
@@ -1007,7 +1034,7 @@ proc_build_argv(struct proc *p)
         size_t i;
         json_t *a;
 
-        if (p->command && p->sb && strcmp(p->sb->ops->name, "local") != 0)
+        if (p->command && p->sb && !(p->sb->ops->caps & BACKEND_CAP_HOST))
                 return proc_wrap_remote(p);
         if (p->command)
                 return shell_wrap(proc_shell, p->command, p->state_path);
@@ -1074,12 +1101,15 @@ proc_start(struct proc *p)
                 }
                 p->sb->shell_busy = true;
                 p->holds_shell = true;
-                /* Where the shell wrapper leaves cwd and exports: the host state directory for
-                 * local, a private directory inside the sandbox for the others. */
-                if (!strcmp(p->ops->name, "local"))
+                /* Where the shell wrapper leaves cwd and exports: the host state directory on
+                 * the host, the backend's runtime directory inside the others. */
+                if (p->ops->caps & BACKEND_CAP_HOST)
                         p->state_path = xasprintf("%s/shell/%s.state", p->sb->state_dir, p->key);
                 else
-                        p->state_path = xasprintf("/tmp/.sandboxd/%s.state", p->key);
+                        p->state_path = xasprintf("%s/%s.state",
+                                                  p->sb->runtime_dir ? p->sb->runtime_dir
+                                                                     : BACKEND_RUNTIME_DIR,
+                                                  p->key);
         }
         argv = proc_build_argv(p);
         envp = proc_build_env(p);
@@ -1120,6 +1150,7 @@ proc_start(struct proc *p)
         p->state = PROC_RUNNING;
         p->stdin_closed = !p->stdin_open;
         proc_flush_parked(p);
+        proc_start_persist(p);
         if (p->timeout_ms)
                 uv_timer_start(&p->timer, proc_timeout_cb, p->timeout_ms, 0);
         if (p->background && p->req) {
@@ -1799,7 +1830,7 @@ proc_write_now(struct proc *p, struct rpc_req *req, struct buf *data, bool eof)
                               p->id, p->state == PROC_FAILED ? "; this exec never started" : "");
                 return;
         }
-        r = p->ops->exec_write(p->bp, data->data, data->len, eof);
+        r = p->bp->ops->write(p->bp, data->data, data->len, eof);
         if (eof)
                 p->stdin_closed = true;
         if (r < 0) {
@@ -1925,7 +1956,7 @@ method_process_signal(struct rpc_req *req)
                 rpc_error_msg(req, SBX_E_NO_PROCESS, "process '%s' is not running", p->id);
                 return;
         }
-        r = p->ops->exec_signal(p->bp, sig);
+        r = p->bp->ops->signal(p->bp, sig);
         if (r < 0) {
                 sbx_error_backend(&err, p->ops->name, "signal: %s", strerror(-r));
                 rpc_error(req, &err);
@@ -1981,7 +2012,7 @@ method_process_kill(struct rpc_req *req)
         k->p = p;
         proc_ref(p);
         k->req = req;
-        p->ops->exec_kill(p->bp, (unsigned) grace, k, proc_kill_reply_cb);
+        p->bp->ops->kill(p->bp, (unsigned) grace, k, proc_kill_reply_cb);
 }
 
 /* process.wait */
@@ -2094,8 +2125,284 @@ method_process_resize(struct rpc_req *req)
                 rpc_error_msg(req, SBX_E_PARAMS, "process '%s' is not a running pty exec", p->id);
                 return;
         }
-        p->ops->exec_resize(p->bp, (unsigned short) rows, (unsigned short) cols);
+        p->bp->ops->resize(p->bp, (unsigned short) rows, (unsigned short) cols);
         rpc_result(req, json_object());
+}
+
+/* ---- execs that outlive the daemon (execrec.h) ---- */
+
+/* The exec's record (new). */
+static json_t *
+proc_record_json(struct proc *p)
+{
+        json_t *r = json_pack(
+                "{s:s,s:s,s:s,s:I,s:s,s:b,s:b,s:b,s:i,s:i,s:b,s:b,s:I,s:I,s:I,s:o,s:O}", "key",
+                p->key, "exec_id", p->id, "sandbox", p->sb->id, "owner", (json_int_t) p->owner,
+                "state", proc_live(p) ? "running" : "exited", "background", p->background, "base64",
+                p->base64, "pty", p->pty, "rows", p->rows, "cols", p->cols, "stdin_open",
+                p->stdin_open, "merge_stderr", p->merge, "max_output", (json_int_t) p->max_output,
+                "timeout_ms", (json_int_t) p->timeout_ms, "started_ms",
+                (json_int_t) p->started_wall, "policy", proc_policy_json(p), "record", p->brecord);
+
+        if (p->command)
+                json_object_set_new(r, "command", json_string(p->command));
+        else
+                json_object_set(r, "argv", p->argv);
+        if (p->tag)
+                json_object_set_new(r, "tag", json_string(p->tag));
+        if (p->cwd)
+                json_object_set_new(r, "cwd", json_string(p->cwd));
+        if (p->env)
+                json_object_set(r, "env", p->env);
+        if (p->state_path)
+                json_object_set_new(r, "state_path", json_string(p->state_path));
+        if (!proc_live(p)) {
+                json_t *ex = proc_exit_fields(p);
+                json_object_update(r, ex);
+                json_decref(ex);
+                json_object_set_new(r, "ended_ms", json_integer((json_int_t) p->ended_wall));
+        }
+        return r;
+}
+
+/* Writes (or rewrites) the record of an exec that outlives the daemon. */
+static void
+proc_persist(struct proc *p)
+{
+        json_t *r;
+        int e;
+
+        if (!p->persist || p->keep_files)
+                return;
+        r = proc_record_json(p);
+        e = execrec_put(r);
+        if (e < 0)
+                log_warn("exec %s: its record was not saved (a restart will not take it back): %s",
+                         p->id, strerror(-e));
+        json_decref(r);
+}
+
+/* A started exec whose backend can take it back after a restart is recorded. */
+static void
+proc_start_persist(struct proc *p)
+{
+        json_t *rec;
+
+        if (!p->bp->ops->save || !sandbox_persistent(p->sb) || !execrec_id_ok(p->key))
+                return;
+        rec = p->bp->ops->save(p->bp);
+        if (!rec)
+                return;
+        json_decref(p->brecord);
+        p->brecord = rec;
+        p->persist = true;
+        proc_persist(p);
+}
+
+/* Loads the records a previous daemon left (records_restore calls it first). */
+void
+proc_restore_load(void)
+{
+        char *warning = NULL;
+
+        json_decref(proc_restored);
+        proc_restored = execrec_open(proc_spool_dir, &warning);
+        if (warning)
+                log_warn("%s", warning);
+        free(warning);
+}
+
+static const char *
+proc_rec_str(json_t *rec, const char *key)
+{
+        return json_string_value(json_object_get(rec, key));
+}
+
+/* The fields every record has; false when it is malformed. */
+static bool
+proc_restore_fields(struct proc *p, json_t *rec)
+{
+        json_t *argv = json_object_get(rec, "argv"), *env = json_object_get(rec, "env");
+        const char *cmd = proc_rec_str(rec, "command");
+
+        if (!cmd == !json_is_array(argv) || !json_is_object(json_object_get(rec, "record")))
+                return false;
+        p->command = cmd ? xstrdup(cmd) : NULL;
+        p->argv = json_incref(argv);
+        p->tag = proc_rec_str(rec, "tag") ? xstrdup(proc_rec_str(rec, "tag")) : NULL;
+        p->cwd = proc_rec_str(rec, "cwd") ? xstrdup(proc_rec_str(rec, "cwd")) : NULL;
+        p->env = json_is_object(env) ? json_deep_copy(env) : NULL;
+        p->state_path =
+                proc_rec_str(rec, "state_path") ? xstrdup(proc_rec_str(rec, "state_path")) : NULL;
+        p->background = json_is_true(json_object_get(rec, "background"));
+        p->base64 = json_is_true(json_object_get(rec, "base64"));
+        p->pty = json_is_true(json_object_get(rec, "pty"));
+        p->rows = (unsigned short) json_integer_value(json_object_get(rec, "rows"));
+        p->cols = (unsigned short) json_integer_value(json_object_get(rec, "cols"));
+        p->stdin_open = json_is_true(json_object_get(rec, "stdin_open"));
+        p->merge = json_is_true(json_object_get(rec, "merge_stderr"));
+        p->max_output = (uint64_t) json_integer_value(json_object_get(rec, "max_output"));
+        p->timeout_ms = (uint64_t) json_integer_value(json_object_get(rec, "timeout_ms"));
+        p->started_wall = (uint64_t) json_integer_value(json_object_get(rec, "started_ms"));
+        p->policy_saved = json_incref(json_object_get(rec, "policy"));
+        p->brecord = json_incref(json_object_get(rec, "record"));
+        p->persist = true;
+        return true;
+}
+
+static int
+proc_signal_number(json_t *v)
+{
+        const char *s = json_string_value(v);
+
+        for (size_t i = 0; s && i < ARRAY_SIZE(proc_signals); i++)
+                if (!strcmp(s + 3, proc_signals[i].name))
+                        return proc_signals[i].sig;
+        return s && !strncmp(s, "SIG", 3) ? atoi(s + 3) : 0;
+}
+
+/* An exec that had ended: as it was reported. */
+static void
+proc_restore_exited(struct proc *p, json_t *rec)
+{
+        p->exit_code = (int) json_integer_value(json_object_get(rec, "exit_code"));
+        p->sig = proc_signal_number(json_object_get(rec, "signal"));
+        p->timed_out = json_is_true(json_object_get(rec, "timed_out"));
+        p->oom = json_is_true(json_object_get(rec, "oom_killed"));
+        p->recreated = json_is_true(json_object_get(rec, "sandbox_recreated"));
+        p->lost = proc_rec_str(rec, "lost") ? xstrdup(proc_rec_str(rec, "lost")) : NULL;
+        p->ended_wall = (uint64_t) json_integer_value(json_object_get(rec, "ended_ms"));
+        p->duration_ms = json_number_value(json_object_get(rec, "duration_ms"));
+        proc_set_ended(p, PROC_EXITED);
+}
+
+/* A running exec: its backend takes it back from where our spools end. */
+static void
+proc_restore_running(struct proc *p)
+{
+        static const struct backend_exec_cbs cbs = {proc_output_cb, proc_exit_cb};
+        struct exec_spec spec = {.exec_id = p->key,
+                                 .state_path = p->state_path,
+                                 .pty = p->pty,
+                                 .pty_rows = p->rows,
+                                 .pty_cols = p->cols,
+                                 .stdin_open = p->stdin_open,
+                                 .who = &p->sb->who};
+        uint64_t off[2] = {p->out[0].total, p->out[1].total}, now = util_wall_ms();
+        uint64_t ran = now > p->started_wall ? now - p->started_wall : 0;
+        struct sbx_error err = {0};
+        int r = -ENOTSUP;
+
+        p->ops = p->sb->ops;
+        p->start_ns = util_now_ns() - ran * 1000000;
+        proc_ref(p); /* the backend's, dropped in proc_exit_cb */
+        if (p->ops->exec_adopt)
+                r = p->ops->exec_adopt(p->sb->bsb, &spec, p->brecord, off, &cbs, p, &p->bp, &err);
+        if (r < 0) {
+                proc_unref(p);
+                p->lost = xasprintf("not taken back after the daemon restarted: %s",
+                                    err.message ? err.message : strerror(-r));
+                sbx_error_clear(&err);
+                p->ended_wall = now;
+                proc_set_ended(p, PROC_EXITED);
+                proc_persist(p);
+                return;
+        }
+        p->state = PROC_RUNNING;
+        p->sb->running++;
+        p->stdin_closed = !p->stdin_open;
+        if (p->state_path && !p->background) { /* it still holds the sandbox's shell */
+                p->holds_shell = true;
+                p->sb->shell_busy = true;
+        }
+        if (p->timeout_ms)
+                uv_timer_start(&p->timer, proc_timeout_cb,
+                               p->timeout_ms > ran ? p->timeout_ms - ran : 1, 0);
+}
+
+static void
+proc_restore_one(struct sandbox *sb, json_t *rec)
+{
+        const char *id = proc_rec_str(rec, "exec_id"), *key = proc_rec_str(rec, "key");
+        struct proc *p;
+
+        if (!id || strlen(id) > PROC_ID_MAX || !key || !execrec_id_ok(key)) {
+                log_warn("exec record %s is malformed: removed", key ? key : "?");
+                execrec_drop(key ? key : "");
+                return;
+        }
+        p = proc_new(sb->owner, id);
+        snprintf(p->key, sizeof(p->key), "%s", key); /* spools, the agent: by key */
+        p->sb = sb;
+        sandbox_ref(sb);
+        if (!proc_restore_fields(p, rec)) {
+                log_warn("exec record %s is malformed: removed", p->id);
+                proc_set_ended(p, PROC_FAILED);
+                proc_forget(p);
+                return;
+        }
+        for (int i = 0; i < 2; i++) {
+                char *path = xasprintf("%s/%s.%s", proc_spool_dir, p->key, i ? "err" : "out");
+                p->out[i].spool = spool_open(path, g.config->spool_max_bytes);
+                if (!p->out[i].spool) /* not a spool: start over, nothing of it can be read */
+                        p->out[i].spool = spool_new(path, g.config->spool_max_bytes);
+                p->out[i].total = spool_total(p->out[i].spool);
+                free(path);
+        }
+        if (!strcmp(proc_rec_str(rec, "state") ?: "", "exited"))
+                proc_restore_exited(p, rec);
+        else
+                proc_restore_running(p);
+        log_info("exec %s (sandbox %s) taken back: %s", p->id, sb->id,
+                 proc_live(p) ? "running" : "exited");
+}
+
+/* Takes back the execs recorded for sb, which was just re-adopted; then its backend may drop
+ * what nobody claimed. */
+void
+proc_restore_sandbox(struct sandbox *sb)
+{
+        size_t i = 0;
+
+        while (i < json_array_size(proc_restored)) {
+                json_t *rec = json_array_get(proc_restored, i);
+                if (strcmp(proc_rec_str(rec, "sandbox") ?: "", sb->id) != 0 ||
+                    json_integer_value(json_object_get(rec, "owner")) != (json_int_t) sb->owner) {
+                        i++;
+                        continue;
+                }
+                proc_restore_one(sb, rec);
+                json_array_remove(proc_restored, i);
+        }
+        if (sb->ops->exec_adopt_done && sb->bsb)
+                sb->ops->exec_adopt_done(sb->bsb);
+}
+
+/* Every recorded sandbox was adopted or dropped: records of execs whose sandbox is gone go,
+ * with their spools (a sandbox kept for a later start keeps its execs' records). */
+void
+proc_restore_finish(const char *const *kept_sandboxes)
+{
+        json_t *rec;
+        size_t i;
+
+        json_array_foreach(proc_restored, i, rec)
+        {
+                const char *id = proc_rec_str(rec, "key"), *sb = proc_rec_str(rec, "sandbox");
+                bool kept = false;
+                for (size_t k = 0; kept_sandboxes && kept_sandboxes[k]; k++)
+                        kept = kept || (sb && !strcmp(sb, kept_sandboxes[k]));
+                if (kept || !id)
+                        continue;
+                for (int s = 0; s < 2; s++) {
+                        char *path = xasprintf("%s/%s.%s", proc_spool_dir, id, s ? "err" : "out");
+                        unlink(path);
+                        free(path);
+                }
+                execrec_drop(id);
+        }
+        json_decref(proc_restored);
+        proc_restored = NULL;
 }
 
 /* ---- lifecycle ---- */
@@ -2121,7 +2428,8 @@ proc_any_live(struct sandbox *sb)
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                if (proc_live(p) && p->state >= PROC_STARTING && (!sb || p->sb == sb))
+                /* At shutdown (sb NULL) execs that outlive the daemon are left running. */
+                if (proc_live(p) && p->state >= PROC_STARTING && (sb ? p->sb == sb : !p->persist))
                         return true;
         }
         return false;
@@ -2166,9 +2474,9 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                if (p->state != PROC_RUNNING || (sb && p->sb != sb))
+                if (p->state != PROC_RUNNING || (sb ? p->sb != sb : p->persist))
                         continue;
-                p->ops->exec_kill(p->bp, (unsigned) g.config->kill_grace_ms, NULL, proc_killed_cb);
+                p->bp->ops->kill(p->bp, (unsigned) g.config->kill_grace_ms, NULL, proc_killed_cb);
         }
         uv_timer_init(g.loop, &k->timer);
         k->timer.data = k;
@@ -2261,7 +2569,18 @@ proc_shutdown(void)
         uv_timer_stop(&proc_gc_timer);
         uv_close((uv_handle_t *) &proc_gc_timer, NULL);
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
-        proc_forget(LIST_ENTRY(pos, struct proc, node));
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (p->persist) { /* the next daemon takes it back */
+                        p->keep_files = true;
+                        spool_keep(p->out[0].spool);
+                        spool_keep(p->out[1].spool);
+                }
+                proc_forget(p);
+        }
+        json_decref(proc_restored);
+        proc_restored = NULL;
+        execrec_close();
         free(proc_spool_dir);
         proc_spool_dir = NULL;
 }

@@ -16,7 +16,15 @@ unsigned proc_count(void);
 unsigned proc_running_count(void);
 /* Processes of uid not yet ended. */
 unsigned proc_running_uid(uid_t uid);
-/* Frees retained processes and their spools (shutdown). */
+/* Frees retained processes and their spools (shutdown); those of execs that outlive the
+ * daemon stay on disk for the next one. */
 void proc_shutdown(void);
+
+/* Execs that outlive the daemon (execrec.h), at start-up: load the records, take back those of
+ * each re-adopted sandbox, then drop the records of sandboxes that are gone (not those of
+ * kept_sandboxes, NULL-terminated ids whose backend could not be reached). */
+void proc_restore_load(void);
+void proc_restore_sandbox(struct sandbox *sb);
+void proc_restore_finish(const char *const *kept_sandboxes);
 
 #endif

@@ -9,6 +9,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/proc.h"
 #include "daemon/sandbox.h"
 #include "daemon/statefile.h"
 #include "protocol/util.h"
@@ -338,7 +339,8 @@ records_probed_cb(void *ctx, bool available, const char *reason, const char *hin
         /* Sandboxes of records we could not adopt now are not orphans. */
         json_array_foreach(records_kept, i, e)
         {
-                k.ids[k.n++] = json_string_value(json_object_get(e, "id"));
+                if (!strcmp(json_string_value(json_object_get(e, "backend")) ?: "", rp->ops->name))
+                        k.ids[k.n++] = json_string_value(json_object_get(e, "id"));
         }
         rp->ops->reap_orphans(k.ids, rp, records_reaped_cb);
         free(k.ids);
@@ -362,7 +364,25 @@ records_reap_all(struct records_restore *rs)
         records_reap_step(rs);
 }
 
-/* One adoption finished; after the last, saves and looks for orphans. */
+/* Exec records of sandboxes that are gone go; those of records kept for later stay. */
+static void
+records_finish_execs(void)
+{
+        const char **kept = xcalloc(json_array_size(records_kept) + 1, sizeof(*kept));
+        size_t i, n = 0;
+        json_t *e;
+
+        json_array_foreach(records_kept, i, e)
+        {
+                const char *id = json_string_value(json_object_get(e, "id"));
+                if (id)
+                        kept[n++] = id;
+        }
+        proc_restore_finish(kept);
+        free(kept);
+}
+
+/* One adoption finished; after the last, saves and looks for orphans in every backend. */
 static void
 records_step(struct records_restore *rs)
 {
@@ -370,6 +390,7 @@ records_step(struct records_restore *rs)
                 return;
         records_restoring = false;
         records_write();
+        records_finish_execs();
         records_reap_all(rs);
 }
 
@@ -381,6 +402,7 @@ records_adopted_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
         if (!err) {
                 log_info("sandbox %s ('%s', %s, uid %u) re-adopted", sb->id, sb->name,
                          sb->ops->name, (unsigned) sb->owner);
+                proc_restore_sandbox(sb); /* and the execs that ran in it */
         } else if (err->code == SBX_E_UNUSABLE) {
                 log_info("sandbox %s: record dropped, it cannot be re-adopted: %s", o->id,
                          err->message);
@@ -436,6 +458,7 @@ records_restore(void (*done)(void *ctx), void *ctx)
         uv_timer_start(&rs->deadline, records_deadline_cb, RECORDS_DEADLINE_MS, 0);
         records_kept = json_array();
         records_restoring = true;
+        proc_restore_load();
         statefile_load(path, &doc, &warning);
         if (warning)
                 log_warn("%s", warning);

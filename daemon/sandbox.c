@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/docker.h"
 #include "daemon/approval.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
@@ -41,9 +40,16 @@ struct sandbox_create {
         /* What runs once the spec's volumes and containers are inspected: first judgement or
          * re-judgement. */
         void (*judge)(struct sandbox_create *sc, json_t *facts);
+        /* While the backend creates (or adopts): in sandbox_in_backend; a close of conn
+         * cancels it, and so does the shutdown (ended is then told). */
+        struct list link;
+        struct conn_watch watch;
+        void (*ended)(void *ctx);
+        void *ended_ctx;
 };
 
 static struct list sandbox_all = {&sandbox_all, &sandbox_all};
+static struct list sandbox_in_backend = {&sandbox_in_backend, &sandbox_in_backend};
 static uv_timer_t sandbox_timer;
 static uint64_t sandbox_seq;
 
@@ -112,6 +118,8 @@ sandbox_unref(struct sandbox *sb)
         free(sb->workdir);
         free(sb->image);
         free(sb->state_dir);
+        free(sb->runtime_dir);
+        free(sb->link_reason);
         free(sb->cwd);
         free(sb);
 }
@@ -177,7 +185,9 @@ sandbox_json(const struct sandbox *sb, bool reused)
 
         util_rfc3339(sb->created_wall_ms, ts, sizeof(ts));
         o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:b,s:O,s:s,s:i,s:O,s:O}", "id", sb->id, "name",
-                      sb->name, "backend", sb->ops->name, "state", sandbox_state_names[sb->state],
+                      sb->name, "backend", sb->ops->name, "state",
+                      sb->state == SANDBOX_READY && sb->link ? sb->link
+                                                             : sandbox_state_names[sb->state],
                       "image", sb->image ? json_string(sb->image) : json_null(), "workdir",
                       sb->workdir ? json_string(sb->workdir) : json_null(), "reused", reused,
                       "host_access", sb->host_access, "findings",
@@ -189,6 +199,8 @@ sandbox_json(const struct sandbox *sb, bool reused)
                             sb->enforced ? json_incref(sb->enforced) : json_object());
         if (sb->details)
                 json_object_set(o, "details", sb->details);
+        if (sb->state == SANDBOX_READY && sb->link && sb->link_reason)
+                json_object_set_new(o, "state_reason", json_string(sb->link_reason));
         if (sb->timeout_s)
                 json_object_set_new(o, "timeout_s", json_integer((json_int_t) sb->timeout_s));
         if (sb->idle_timeout_s)
@@ -227,9 +239,55 @@ sandbox_add_waiter(struct sandbox *sb, sandbox_ready_cb cb, void *ctx)
         list_add_tail(&sb->waiters, &w->node);
 }
 
+/* A create of sb for conn (may be NULL: adopt and recreate have none). */
+static struct sandbox_create *
+sandbox_create_new(struct sandbox *sb, struct conn *c)
+{
+        struct sandbox_create *sc = xcalloc(1, sizeof(*sc));
+
+        sc->sb = sb;
+        sandbox_ref(sb);
+        sc->conn = c;
+        if (c)
+                conn_ref(c);
+        list_init(&sc->link);
+        list_init(&sc->watch.node);
+        return sc;
+}
+
+/* The client that asked is gone: nobody waits for this sandbox, whatever it made goes. */
+static void
+sandbox_create_conn_closed_cb(struct conn_watch *w)
+{
+        struct sandbox_create *sc = LIST_ENTRY(w, struct sandbox_create, watch);
+
+        list_init(&w->node); /* unlinked by conn already */
+        if (!sc->sb->ops->cancel)
+                return;
+        log_info("sandbox %s: its client disconnected while it was being created: cancelling",
+                 sc->sb->id);
+        sc->sb->ops->cancel(sc);
+}
+
+/* The backend is now creating (or adopting) for sc: it can be cancelled. */
+static void
+sandbox_in_backend_add(struct sandbox_create *sc)
+{
+        list_del(&sc->link);
+        list_add_tail(&sandbox_in_backend, &sc->link);
+        if (sc->conn && list_empty(&sc->watch.node)) {
+                sc->watch.on_close = sandbox_create_conn_closed_cb;
+                conn_watch_add(sc->conn, &sc->watch);
+        }
+}
+
 static void
 sandbox_create_free(struct sandbox_create *sc)
 {
+        list_del(&sc->link);
+        conn_watch_del(&sc->watch);
+        if (sc->ended)
+                sc->ended(sc->ended_ctx);
         policy_result_clear(&sc->pr);
         if (sc->conn) /* adopt and recreate have no connection */
                 conn_unref(sc->conn);
@@ -302,6 +360,9 @@ sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_
         json_decref(sb->details);
         sb->enforced = info->enforced ? json_incref(info->enforced) : NULL;
         sb->details = info->details ? json_incref(info->details) : NULL;
+        free(sb->runtime_dir);
+        sb->runtime_dir = info->runtime_dir ? xstrdup(info->runtime_dir) : NULL;
+        sb->link = NULL;
         if (sb->recreating) {
                 /* A new container: the shell it had is gone with the old one. */
                 free(sb->cwd);
@@ -364,6 +425,35 @@ sandbox_make_state_dir(struct sandbox *sb, struct sbx_error *err)
         return sandbox_make_shell_dir(sb, err);
 }
 
+/* A backend's word about the link of a ready sandbox: shown as its state, told to the owner. */
+static void
+sandbox_link_cb(void *up_ctx, enum backend_link st, const char *reason)
+{
+        static const char *const states[] = {
+                [BACKEND_LINK_LOST] = "reconnecting",
+                [BACKEND_LINK_RECONNECTING] = "reconnecting",
+                [BACKEND_LINK_BACK] = NULL,
+                [BACKEND_LINK_GONE] = "lost",
+        };
+        struct sandbox *sb = up_ctx;
+        const char *state = states[st];
+        json_t *n;
+
+        if (sb->state != SANDBOX_READY || state == sb->link)
+                return;
+        sb->link = state;
+        free(sb->link_reason);
+        sb->link_reason = reason ? xstrdup(reason) : NULL;
+        log_info("sandbox %s ('%s', %s): %s%s%s", sb->id, sb->name, sb->ops->name,
+                 state ? state : "link restored", reason ? ": " : "", reason ? reason : "");
+        n = json_pack("{s:s,s:s}", "sandbox", sb->id, "state", state ? state : "ready");
+        if (reason)
+                json_object_set_new(n, "reason", json_string(reason));
+        conn_notify_uid(sb->owner, "sandbox.state", n);
+}
+
+static const struct backend_upcalls sandbox_upcalls = {.link = sandbox_link_cb};
+
 /* Fills sc->spec for the backend from the sandbox (and makes its state directory). */
 static int
 sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
@@ -390,6 +480,8 @@ sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
         s->timeout_s = sb->timeout_s;
         s->state_dir = sb->state_dir;
         s->owner = &sb->who;
+        s->up = &sandbox_upcalls;
+        s->up_ctx = sb;
         return 0;
 }
 
@@ -403,6 +495,7 @@ sandbox_start_backend(struct sandbox_create *sc)
                 sbx_error_clear(&err);
                 return;
         }
+        sandbox_in_backend_add(sc);
         sc->sb->ops->create(&sc->spec, sc, sandbox_progress_cb, sandbox_created_cb);
 }
 
@@ -631,18 +724,18 @@ sandbox_facts_cb(void *ctx, json_t *facts, const struct sbx_error *err)
         json_decref(facts);
 }
 
-/* Named volumes can bind host paths and VolumesFrom inherits another container's mounts: the
- * container checks need what they really are, so for docker they are inspected first; then
+/* What the policy needs to know first (docker: named volumes, which can bind host paths, and
+ * VolumesFrom containers, whose mounts would be inherited) is asked of the backend; then
  * judge runs. */
 static void
 sandbox_inspect_then(struct sandbox_create *sc, void (*judge)(struct sandbox_create *, json_t *))
 {
-        if (sc->sb->ops != &docker_backend_ops) {
+        if (!sc->sb->ops->inspect_spec) {
                 judge(sc, NULL);
                 return;
         }
         sc->judge = judge;
-        docker_inspect_spec(sc->sb->spec, sc, sandbox_facts_cb);
+        sc->sb->ops->inspect_spec(sc->sb->spec, sc, sandbox_facts_cb);
 }
 
 /* Validates, judges and creates; cb gets the result (or the existing sandbox of that name). */
@@ -701,11 +794,7 @@ sandbox_create_params(struct conn *c, json_t *params, sandbox_ready_cb cb, void 
         }
         sb = sandbox_new(c, params, ops, name);
         sandbox_add_waiter(sb, cb, ctx);
-        sc = xcalloc(1, sizeof(*sc));
-        sc->sb = sb;
-        sandbox_ref(sb);
-        sc->conn = c;
-        conn_ref(c);
+        sc = sandbox_create_new(sb, c);
         sandbox_inspect_then(sc, sandbox_judge);
         return;
 fail:
@@ -980,18 +1069,47 @@ sandbox_destroy_all(void (*cb)(void *ctx), void *ctx)
                 if (sb->state != SANDBOX_READY)
                         continue;
                 if (sandbox_persistent(sb)) {
-                        /* The backend's shutdown releases its side (the container stays). */
+                        /* The backend's shutdown releases its side (the container stays);
+                         * until then it may still call up: freed by sandbox_shutdown. */
                         log_info("sandbox %s ('%s', %s) kept for re-adoption", sb->id, sb->name,
                                  sb->ops->name);
                         sb->state = SANDBOX_GONE;
-                        sb->bsb = NULL;
-                        sandbox_unref(sb); /* the registry's */
+                        sb->kept = true;
                         continue;
                 }
                 a->pending++;
                 sandbox_destroy(sb, NULL, sandbox_one_gone_cb, a);
         }
+        /* Creates in progress leave nothing behind (a pull, a slow remote start). */
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_in_backend)
+        {
+                struct sandbox_create *sc = LIST_ENTRY(pos, struct sandbox_create, link);
+                if (!sc->sb->ops->cancel || sc->ended)
+                        continue;
+                a->pending++;
+                sc->ended = sandbox_one_gone_cb;
+                sc->ended_ctx = a;
+                log_info("sandbox %s: cancelling its creation (shutting down)", sc->sb->id);
+                sc->sb->ops->cancel(sc);
+        }
         sandbox_one_gone_cb(a);
+}
+
+/* Frees the sandboxes kept for re-adoption (after the backends' shutdown). */
+void
+sandbox_shutdown(void)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (!sb->kept)
+                        continue;
+                sb->kept = false;
+                sb->bsb = NULL;
+                sandbox_unref(sb); /* the registry's */
+        }
 }
 
 /* Walks the registry. */
@@ -1030,7 +1148,7 @@ void
 sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx)
 {
         struct sandbox *sb = sandbox_alloc(r->spec, r->ops);
-        struct sandbox_create *sc = xcalloc(1, sizeof(*sc));
+        struct sandbox_create *sc;
         struct sbx_error err = {0};
 
         snprintf(sb->id, sizeof(sb->id), "%s", r->id);
@@ -1042,13 +1160,13 @@ sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx)
         sb->findings = r->findings ? json_incref(r->findings) : json_array();
         sb->host_access = r->host_access;
         sandbox_add_waiter(sb, cb, ctx);
-        sc->sb = sb;
-        sandbox_ref(sb);
+        sc = sandbox_create_new(sb, NULL);
         if (sandbox_fill_spec(sc, &err) < 0) {
                 sandbox_create_fail(sc, &err);
                 sbx_error_clear(&err);
                 return;
         }
+        sandbox_in_backend_add(sc);
         r->ops->adopt(&sc->spec, r->record, sc, sandbox_created_cb);
 }
 
@@ -1118,8 +1236,6 @@ sandbox_recreate(struct sandbox *sb, sandbox_ready_cb cb, void *ctx)
         sb->recreating = true;
         sb->bsb = NULL;
         sandbox_add_waiter(sb, cb, ctx);
-        sc = xcalloc(1, sizeof(*sc));
-        sc->sb = sb;
-        sandbox_ref(sb);
+        sc = sandbox_create_new(sb, NULL);
         sb->ops->destroy(old, sc, sandbox_old_gone_cb);
 }

@@ -41,6 +41,7 @@ struct sandbox {
         char *workdir;
         char *image;
         char *state_dir;
+        char *runtime_dir; /* inside, for shell-state files (sandbox_info); NULL on the host */
         bool host_access;
         uint64_t created_wall_ms;
         uint64_t last_activity_ms; /* monotonic */
@@ -56,6 +57,11 @@ struct sandbox {
         struct list shell_queue;
         struct list waiters; /* requests waiting for CREATING to finish */
         bool recreating;     /* CREATING again: its container vanished (sandbox_recreate) */
+        bool kept;           /* GONE at shutdown but alive in its backend (re-adopted later) */
+        /* The backend's link while READY (backend_upcalls): NULL ready, "reconnecting" or
+         * "lost", shown as the sandbox's state. */
+        const char *link;
+        char *link_reason;
 };
 
 /* A sandbox as recorded in the state directory (records.c), for sandbox_adopt. All borrowed. */
@@ -92,8 +98,11 @@ unsigned sandbox_count(void);
 unsigned sandbox_count_uid(uid_t uid);
 /* Starts the expiry timer. */
 void sandbox_init(uv_loop_t *loop);
-/* Destroys every sandbox (shutdown); cb when all are gone. */
+/* Destroys every sandbox (shutdown) and cancels creates in progress; cb when all are gone.
+ * Sandboxes that outlive the daemon are kept (GONE for the daemon) until sandbox_shutdown. */
 void sandbox_destroy_all(void (*cb)(void *ctx), void *ctx);
+/* Frees the kept sandboxes, once the backends have shut down (no upcall can come any more). */
+void sandbox_shutdown(void);
 /* Calls fn for every sandbox in the registry, in creation order (fn must not destroy). */
 void sandbox_foreach(void (*fn)(struct sandbox *sb, void *ctx), void *ctx);
 /* Whether sb outlives the daemon: its backend can save and re-adopt it (docker). */

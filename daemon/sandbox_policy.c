@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "backends/backend.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 
@@ -26,9 +27,13 @@ void
 sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const char *home,
                    json_t *spec)
 {
+        const struct backend_ops *ops;
+
         memset(ctx, 0, sizeof(*ctx));
         ctx->backend = backend;
-        ctx->host_access = backend && !strcmp(backend, "local");
+        ops = backend ? backend_lookup(backend) : NULL;
+        /* Not for an unknown backend: host access would make the workdir a workspace below. */
+        ctx->host_access = ops && (ops->caps & BACKEND_CAP_HOST);
         ctx->home = home;
         ctx->protected_paths = g.protected_paths;
         /* The workdir is a host path only for the local backend; in a container it is the

@@ -1,10 +1,19 @@
-/* spool.c — ring-file output retention. */
+/* spool.c — ring-file output retention.
+ *
+ * File layout: a 32-byte header (magic "SBXSPL1\0", u64 cap, u64 total, 8 reserved; host byte
+ * order: the file never leaves this machine) and the ring, the byte at stream offset o at
+ * 32 + o % cap. The header's total is rewritten after every write, so a restarted daemon can
+ * take the spool of an exec back (spool_open) and knows exactly how much it holds. */
 #include "daemon/spool.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#define SPOOL_HDR   32
+#define SPOOL_MAGIC "SBXSPL1"
 
 struct spool {
         char *path;
@@ -12,6 +21,7 @@ struct spool {
         uint64_t cap;
         uint64_t total;
         int error;
+        bool keep; /* spool_free leaves the file (it outlives the daemon) */
 };
 
 /* New spool. */
@@ -23,6 +33,42 @@ spool_new(const char *path, uint64_t cap)
         s->path = xstrdup(path);
         s->fd = -1;
         s->cap = cap ? cap : 1;
+        return s;
+}
+
+static int
+spool_put_header(struct spool *s)
+{
+        unsigned char h[SPOOL_HDR] = SPOOL_MAGIC;
+
+        memcpy(h + 8, &s->cap, 8);
+        memcpy(h + 16, &s->total, 8);
+        return pwrite(s->fd, h, sizeof(h), 0) == (ssize_t) sizeof(h) ? 0 : -EIO;
+}
+
+/* Takes back the spool a previous daemon left at path (NULL if unusable; a missing file is an
+ * empty spool of cap). */
+struct spool *
+spool_open(const char *path, uint64_t cap)
+{
+        unsigned char h[SPOOL_HDR];
+        struct spool *s = spool_new(path, cap);
+        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+        if (fd < 0)
+                return errno == ENOENT ? s : (spool_free(s), NULL);
+        if (pread(fd, h, sizeof(h), 0) != (ssize_t) sizeof(h) || memcmp(h, SPOOL_MAGIC, 8) != 0) {
+                close(fd);
+                spool_free(s);
+                return NULL;
+        }
+        s->fd = fd;
+        memcpy(&s->cap, h + 8, 8);
+        memcpy(&s->total, h + 16, 8);
+        if (!s->cap) {
+                spool_free(s);
+                return NULL;
+        }
         return s;
 }
 
@@ -44,7 +90,7 @@ spool_write(struct spool *s, const char *data, size_t len)
         while (len && !s->error) {
                 uint64_t pos = s->total % s->cap;
                 size_t n = (size_t) MIN((uint64_t) len, s->cap - pos);
-                ssize_t w = pwrite(s->fd, data, n, (off_t) pos);
+                ssize_t w = pwrite(s->fd, data, n, (off_t) (SPOOL_HDR + pos));
                 if (w <= 0) {
                         s->error = w < 0 ? -errno : -EIO;
                         break;
@@ -55,6 +101,8 @@ spool_write(struct spool *s, const char *data, size_t len)
         }
         if (s->error)
                 s->total += len;
+        else if (spool_put_header(s) < 0)
+                s->error = -EIO;
         return s->error;
 }
 
@@ -91,7 +139,7 @@ spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out, 
         while (got < max) {
                 uint64_t pos = (offset + got) % s->cap;
                 size_t n = (size_t) MIN((uint64_t) (max - got), s->cap - pos);
-                ssize_t r = pread(s->fd, out->data + out->len, n, (off_t) pos);
+                ssize_t r = pread(s->fd, out->data + out->len, n, (off_t) (SPOOL_HDR + pos));
                 if (r <= 0)
                         return r < 0 ? -errno : -EIO;
                 out->len += (size_t) r;
@@ -101,7 +149,15 @@ spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out, 
         return 0;
 }
 
-/* Closes and unlinks. */
+/* spool_free will leave the file in place. */
+void
+spool_keep(struct spool *s)
+{
+        if (s)
+                s->keep = true;
+}
+
+/* Closes and unlinks (unless kept). */
 void
 spool_free(struct spool *s)
 {
@@ -109,7 +165,8 @@ spool_free(struct spool *s)
                 return;
         if (s->fd >= 0) {
                 close(s->fd);
-                unlink(s->path);
+                if (!s->keep)
+                        unlink(s->path);
         }
         free(s->path);
         free(s);

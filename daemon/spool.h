@@ -4,6 +4,7 @@
 #ifndef SANDBOXD_SPOOL_H
 #define SANDBOXD_SPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,11 @@ struct spool;
 
 /* New spool writing to path (not created yet). */
 struct spool *spool_new(const char *path, uint64_t cap);
+/* The spool a previous daemon left at path (an empty one of cap when there is no file), or
+ * NULL when the file is not a spool. */
+struct spool *spool_open(const char *path, uint64_t cap);
+/* spool_free leaves the file: its exec outlives the daemon. */
+void spool_keep(struct spool *s);
 /* Appends; returns 0 or negative errno (the data is then lost from the spool only). */
 int spool_write(struct spool *s, const char *data, size_t len);
 /* Total bytes ever written. */
@@ -23,7 +29,7 @@ uint64_t spool_first(const struct spool *s);
  * the first byte returned. */
 int spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out,
                uint64_t *start);
-/* Closes and removes the file. NULL is fine. */
+/* Closes and removes the file (unless kept). NULL is fine. */
 void spool_free(struct spool *s);
 
 #endif

@@ -60,6 +60,8 @@ static const struct modal_key modal_keys[] = {
         /* Read by the daemon itself; only checked here (the field is not written). */
         MKS("recreate", MK_BOOL, loop, NULL, NULL),
         MKS("ask_isolated", MK_DAEMON, loop, NULL, NULL),
+        /* Given to every backend; modal's file ops are helper execs, bounded as execs are. */
+        MKS("file_timeout_ms", MK_DAEMON, loop, NULL, NULL),
 };
 
 /* Whether url is on this machine (plain http allowed only there: tokens go in headers). */
@@ -617,6 +619,7 @@ modal_create_finish(struct modal_create *c)
         }
         info.workdir = sb->workdir;
         info.image = sb->image;
+        info.runtime_dir = MODAL_STATE_DIR;
         info.enforced = modal_enforced(c);
         info.details = json_pack("{s:s,s:s,s:s?,s:s?}", "mode", modal_mode_name(sb->mode),
                                  "remote_id", sb->remote_id, "app", c->app, "task_id", sb->task_id);
@@ -881,8 +884,7 @@ modal_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb)
 }
 
 static void
-modal_reap(const char *const *known, void *ctx,
-           void (*cb)(void *ctx, int removed, const struct sbx_error *err))
+modal_reap(const char *const *known, void *ctx, backend_reaped_cb cb)
 {
         modal_direct_reap(known, ctx, cb);
 }
@@ -894,6 +896,9 @@ modal_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
                  const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
                  struct sbx_error *err)
 {
+        struct modal_proc *p = NULL;
+        int r;
+
         if (bsb->gone) {
                 sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "removed"),
                               "modal sandbox %s of %s is gone", bsb->remote_id, bsb->id);
@@ -907,51 +912,78 @@ modal_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
                 sbx_error_param(err, "argv", "empty argv");
                 return -EINVAL;
         }
-        return bsb->mops->exec_start(bsb, spec, cbs, ctx, ret, err);
+        r = bsb->mops->exec_start(bsb, spec, cbs, ctx, &p, err);
+        if (r == 0)
+                *ret = &p->head;
+        return r;
 }
 
+/* The per-exec ops: each goes to the exec's mode (head is the first member). */
 static int
-modal_exec_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+modal_exec_write(struct backend_proc *bp, const void *data, size_t len, bool eof)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         return p->mops->exec_write(p, data, len, eof);
 }
 
 static int
-modal_exec_signal(struct backend_proc *p, int sig)
+modal_exec_signal(struct backend_proc *bp, int sig)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         return p->mops->exec_signal(p, sig);
 }
 
 static void
-modal_exec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+modal_exec_kill(struct backend_proc *bp, unsigned grace_ms, void *ctx, backend_kill_cb cb)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         p->mops->exec_kill(p, grace_ms, ctx, cb);
 }
 
 static void
-modal_exec_pause(struct backend_proc *p)
+modal_exec_pause(struct backend_proc *bp)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         p->mops->exec_pause(p);
 }
 
 static void
-modal_exec_resume(struct backend_proc *p)
+modal_exec_resume(struct backend_proc *bp)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         p->mops->exec_resume(p);
 }
 
 static int
-modal_exec_resize(struct backend_proc *p, unsigned short rows, unsigned short cols)
+modal_exec_resize(struct backend_proc *bp, unsigned short rows, unsigned short cols)
 {
         return -ENOTTY;
 }
 
 static void
-modal_exec_release(struct backend_proc *p)
+modal_exec_release(struct backend_proc *bp)
 {
+        struct modal_proc *p = (struct modal_proc *) bp;
+
         if (p)
                 p->mops->exec_release(p);
 }
+
+/* No save: a modal exec does not outlive the daemon. */
+const struct backend_proc_ops modal_proc_ops = {
+        .write = modal_exec_write,
+        .signal = modal_exec_signal,
+        .kill = modal_exec_kill,
+        .pause = modal_exec_pause,
+        .resume = modal_exec_resume,
+        .resize = modal_exec_resize,
+        .release = modal_exec_release,
+};
 
 /* ---- files, through helper execs ---- */
 
@@ -1106,13 +1138,6 @@ const struct backend_ops modal_backend_ops = {
         .adopt = modal_adopt,
         .destroy = modal_destroy,
         .exec_start = modal_exec_start,
-        .exec_write = modal_exec_write,
-        .exec_signal = modal_exec_signal,
-        .exec_kill = modal_exec_kill,
-        .exec_pause = modal_exec_pause,
-        .exec_resume = modal_exec_resume,
-        .exec_resize = modal_exec_resize,
-        .exec_release = modal_exec_release,
         .file_read = modal_file_read,
         .file_write = modal_file_write,
         .reap_orphans = modal_reap,

@@ -36,7 +36,7 @@ struct dx_stream {
 };
 
 struct dx {
-        struct backend_proc base;
+        struct modal_proc base;
         int refs;
         char *pidfile;
         bool merge, stdin_open;
@@ -374,7 +374,7 @@ dx_new(struct backend_sandbox *sb, const char *id_prefix)
 /* Starts a user exec. */
 int
 modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
-                  const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                  const struct backend_exec_cbs *cbs, void *ctx, struct modal_proc **ret,
                   struct sbx_error *err)
 {
         struct dx *x = dx_new(sb, spec->exec_id ? spec->exec_id : "p");
@@ -468,7 +468,7 @@ dx_flush_stdin(struct dx *x)
 
 /* Queues stdin bytes. */
 int
-modal_dexec_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+modal_dexec_write(struct modal_proc *p, const void *data, size_t len, bool eof)
 {
         struct dx *x = (struct dx *) p;
 
@@ -517,7 +517,7 @@ dx_kill_run(struct dx *x, const char *mode, int sig, unsigned grace_ms, void *ct
 
 /* Sends sig to the exec's tree. */
 int
-modal_dexec_signal(struct backend_proc *p, int sig)
+modal_dexec_signal(struct modal_proc *p, int sig)
 {
         struct dx *x = (struct dx *) p;
 
@@ -532,7 +532,7 @@ modal_dexec_signal(struct backend_proc *p, int sig)
 
 /* TERM, grace, KILL of the exec's tree; the sandbox stays. */
 void
-modal_dexec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+modal_dexec_kill(struct modal_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
 {
         struct dx *x = (struct dx *) p;
 
@@ -546,7 +546,7 @@ modal_dexec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_k
 
 /* Stops reading output. */
 void
-modal_dexec_pause(struct backend_proc *p)
+modal_dexec_pause(struct modal_proc *p)
 {
         struct dx *x = (struct dx *) p;
 
@@ -558,7 +558,7 @@ modal_dexec_pause(struct backend_proc *p)
 
 /* Restarts reading output. */
 void
-modal_dexec_resume(struct backend_proc *p)
+modal_dexec_resume(struct modal_proc *p)
 {
         struct dx *x = (struct dx *) p;
 
@@ -570,7 +570,7 @@ modal_dexec_resume(struct backend_proc *p)
 
 /* The daemon is done with the handle. */
 void
-modal_dexec_release(struct backend_proc *p)
+modal_dexec_release(struct modal_proc *p)
 {
         struct dx *x = (struct dx *) p;
 

@@ -158,9 +158,10 @@ modal_sfilter_end(struct modal_sfilter *f, modal_out_fn out, void *ctx)
 
 /* Fills an exec's common head. */
 void
-modal_proc_init(struct backend_proc *p, struct backend_sandbox *sb,
-                const struct modal_mode_ops *mops, char *exec_id)
+modal_proc_init(struct modal_proc *p, struct backend_sandbox *sb, const struct modal_mode_ops *mops,
+                char *exec_id)
 {
+        p->head.ops = &modal_proc_ops;
         p->sb = sb;
         p->mops = mops;
         p->exec_id = exec_id;
@@ -170,7 +171,7 @@ modal_proc_init(struct backend_proc *p, struct backend_sandbox *sb,
 
 /* Frees an exec's common head. */
 void
-modal_proc_clear(struct backend_proc *p)
+modal_proc_clear(struct modal_proc *p)
 {
         modal_sandbox_unref(p->sb);
         free(p->exec_id);
@@ -181,7 +182,7 @@ modal_proc_clear(struct backend_proc *p)
 
 /* Hands output on. */
 void
-modal_proc_output(struct backend_proc *p, enum backend_stream s, const char *data, size_t len)
+modal_proc_output(struct modal_proc *p, enum backend_stream s, const char *data, size_t len)
 {
         if (!len)
                 return;
@@ -193,7 +194,7 @@ modal_proc_output(struct backend_proc *p, enum backend_stream s, const char *dat
 
 /* Ends a user exec. */
 void
-modal_proc_exit(struct backend_proc *p, int exit_code, int sig)
+modal_proc_exit(struct modal_proc *p, int exit_code, int sig)
 {
         struct exec_exit ex = {0};
         size_t slen = 0;
@@ -208,7 +209,7 @@ modal_proc_exit(struct backend_proc *p, int exit_code, int sig)
 
 /* Ends a helper. */
 void
-modal_proc_helper_end(struct backend_proc *p, int exit_code, const char *out, size_t len)
+modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out, size_t len)
 {
         p->hcb(p->hctx, p->fail.code ? -1 : exit_code, out, len, p->fail.code ? &p->fail : NULL);
 }

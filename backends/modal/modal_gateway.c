@@ -389,7 +389,7 @@ gw_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
 /* ---- execs: start, then poll ---- */
 
 struct gx {
-        struct backend_proc base;
+        struct modal_proc base;
         int refs;
         char *path;
         json_t *start_body;
@@ -456,7 +456,7 @@ static void
 gx_helper_done(struct gx *x)
 {
         struct buf raw = {0}, clean = {0};
-        struct backend_proc *p = &x->base;
+        struct modal_proc *p = &x->base;
 
         /* The helper's stdout came base64-encoded (the gateway's output is JSON text). */
         for (size_t i = 0; i < p->hout.len; i++)
@@ -718,7 +718,7 @@ gx_command(char *const *envp, char *const *argv)
 
 static int
 gx_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
-              const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+              const struct backend_exec_cbs *cbs, void *ctx, struct modal_proc **ret,
               struct sbx_error *err)
 {
         struct gx *x;
@@ -779,7 +779,7 @@ gx_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t 
 }
 
 static int
-gx_write(struct backend_proc *p, const void *data, size_t len, bool eof)
+gx_write(struct modal_proc *p, const void *data, size_t len, bool eof)
 {
         return -EPIPE; /* stdin_open is refused at start */
 }
@@ -816,7 +816,7 @@ gx_cancel(struct gx *x)
 
 /* The gateway can only cancel: TERM, KILL, INT, HUP and QUIT do that; others are refused. */
 static int
-gx_signal(struct backend_proc *p, int sig)
+gx_signal(struct modal_proc *p, int sig)
 {
         struct gx *x = (struct gx *) p;
 
@@ -829,7 +829,7 @@ gx_signal(struct backend_proc *p, int sig)
 }
 
 static void
-gx_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+gx_kill(struct modal_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb)
 {
         struct gx *x = (struct gx *) p;
 
@@ -844,13 +844,13 @@ gx_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb
 }
 
 static void
-gx_pause(struct backend_proc *p)
+gx_pause(struct modal_proc *p)
 {
         ((struct gx *) p)->paused = true;
 }
 
 static void
-gx_resume(struct backend_proc *p)
+gx_resume(struct modal_proc *p)
 {
         struct gx *x = (struct gx *) p;
 
@@ -860,7 +860,7 @@ gx_resume(struct backend_proc *p)
 }
 
 static void
-gx_release(struct backend_proc *p)
+gx_release(struct modal_proc *p)
 {
         struct gx *x = (struct gx *) p;
 

@@ -53,6 +53,7 @@ struct modal_state {
 extern struct modal_state modal;
 
 struct modal_mode_ops;
+struct modal_proc;
 
 struct backend_sandbox {
         struct list link;
@@ -105,14 +106,14 @@ struct modal_mode_ops {
         json_t *(*save)(struct backend_sandbox *sb);
         void (*destroy)(struct backend_sandbox *sb, void *ctx, backend_done_cb cb);
         int (*exec_start)(struct backend_sandbox *sb, const struct exec_spec *spec,
-                          const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                          const struct backend_exec_cbs *cbs, void *ctx, struct modal_proc **ret,
                           struct sbx_error *err);
-        int (*exec_write)(struct backend_proc *p, const void *data, size_t len, bool eof);
-        int (*exec_signal)(struct backend_proc *p, int sig);
-        void (*exec_kill)(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
-        void (*exec_pause)(struct backend_proc *p);
-        void (*exec_resume)(struct backend_proc *p);
-        void (*exec_release)(struct backend_proc *p);
+        int (*exec_write)(struct modal_proc *p, const void *data, size_t len, bool eof);
+        int (*exec_signal)(struct modal_proc *p, int sig);
+        void (*exec_kill)(struct modal_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
+        void (*exec_pause)(struct modal_proc *p);
+        void (*exec_resume)(struct modal_proc *p);
+        void (*exec_release)(struct modal_proc *p);
         void (*helper)(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                        void *ctx, modal_helper_cb cb);
 };
@@ -156,14 +157,14 @@ void modal_direct_reap(const char *const *known, void *ctx,
 
 /* modal_dexec.c: direct-mode execs through the task command router. */
 int modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
-                      const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                      const struct backend_exec_cbs *cbs, void *ctx, struct modal_proc **ret,
                       struct sbx_error *err);
-int modal_dexec_write(struct backend_proc *p, const void *data, size_t len, bool eof);
-int modal_dexec_signal(struct backend_proc *p, int sig);
-void modal_dexec_kill(struct backend_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
-void modal_dexec_pause(struct backend_proc *p);
-void modal_dexec_resume(struct backend_proc *p);
-void modal_dexec_release(struct backend_proc *p);
+int modal_dexec_write(struct modal_proc *p, const void *data, size_t len, bool eof);
+int modal_dexec_signal(struct modal_proc *p, int sig);
+void modal_dexec_kill(struct modal_proc *p, unsigned grace_ms, void *ctx, backend_kill_cb cb);
+void modal_dexec_pause(struct modal_proc *p);
+void modal_dexec_resume(struct modal_proc *p);
+void modal_dexec_release(struct modal_proc *p);
 void modal_dexec_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                         void *ctx, modal_helper_cb cb);
 
@@ -202,7 +203,8 @@ const char *modal_sfilter_state(const struct modal_sfilter *f, size_t *len);
 
 /* What execs of both modes share: the head of each mode's per-exec state. A user exec hands
  * its output and exit to the daemon (cbs); a helper collects stdout for hcb. */
-struct backend_proc {
+struct modal_proc {
+        struct backend_proc head;   /* what the daemon holds: ops = modal_proc_ops */
         struct backend_sandbox *sb; /* referenced */
         const struct modal_mode_ops *mops;
         char *exec_id;
@@ -216,17 +218,20 @@ struct backend_proc {
         struct sbx_error fail; /* why it never ran or was lost */
 };
 
+/* The per-exec ops of every modal exec (modal.c): they dispatch to the mode's. */
+extern const struct backend_proc_ops modal_proc_ops;
+
 /* Fills the head (takes a reference on sb). */
-void modal_proc_init(struct backend_proc *p, struct backend_sandbox *sb,
+void modal_proc_init(struct modal_proc *p, struct backend_sandbox *sb,
                      const struct modal_mode_ops *mops, char *exec_id /* steals */);
 /* Frees what the head holds (drops the reference on sb). */
-void modal_proc_clear(struct backend_proc *p);
+void modal_proc_clear(struct modal_proc *p);
 /* Output bytes: to the daemon, or (helper, stdout only, bounded) collected. */
-void modal_proc_output(struct backend_proc *p, enum backend_stream s, const char *data, size_t len);
+void modal_proc_output(struct modal_proc *p, enum backend_stream s, const char *data, size_t len);
 /* The end of a user exec: on_exit with the in-band state and p->fail. */
-void modal_proc_exit(struct backend_proc *p, int exit_code, int sig);
+void modal_proc_exit(struct modal_proc *p, int exit_code, int sig);
 /* The end of a helper: hcb with its output (or p->fail). */
-void modal_proc_helper_end(struct backend_proc *p, int exit_code, const char *out, size_t len);
+void modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out, size_t len);
 
 /* The argv that runs spec->argv under the wrapper (new, shell_argv_free): it records its pid in
  * pidfile, runs the command, then prints f's marker and the state file (state_path, may be

@@ -256,7 +256,8 @@ class DockerSandbox(DockerDaemonTest):
         # the container's pid namespace.
         parent = self.exec("main", argv=["sh", "-c", "cat /proc/$PPID/comm"])["stdout"]
         if self.agent:
-            self.assertEqual(info["Config"]["Cmd"], ["/.sandboxd/agent"])
+            self.assertEqual(info["Config"]["Cmd"],
+                             ["/.sandboxd/agent", "--runtime-dir", "/tmp/.sandboxd"])
             self.assertFalse(info["Config"]["Entrypoint"])
             self.assertEqual(info["Config"]["Labels"]["sandboxd.agent"], "1")
             self.assertEqual(info["HostConfig"]["LogConfig"]["Type"], "none")
@@ -556,8 +557,8 @@ class DockerNoRecreate(DockerDaemonTest):
         self.assertIsNone(inspect("sandboxd-" + sb["id"]))
 
 
-class DockerRestart(unittest.TestCase):
-    """Restarts with the same state directory: sandboxes are re-adopted, orphans removed."""
+class RestartTest(unittest.TestCase):
+    """Daemons started one after the other on the same state directory."""
 
     def setUp(self):
         require_docker()
@@ -578,6 +579,10 @@ class DockerRestart(unittest.TestCase):
                       "--label", "sandboxd.instance=%s" % instance,
                       "--label", "sandboxd.sandbox=%s" % sandbox_id,
                       IMAGE, "sleep", "1000").stdout.strip()
+
+
+class DockerRestart(RestartTest):
+    """Restarts with the same state directory: sandboxes are re-adopted, orphans removed."""
 
     def test_restart_readopts_and_removes_orphans(self):
         d = self.start()
@@ -627,7 +632,8 @@ class DockerRestart(unittest.TestCase):
 
     def test_killed_daemon_mid_stream_then_agent_resyncs(self):
         """SIGKILL while the agent streams output: the next daemon's attach starts mid-message
-        and must find the READY that answers its own HELLO; HELLO kills the old exec."""
+        and must find the READY that answers its own HELLO; the exec is taken back and goes
+        on (its output was spooled meanwhile, as far as the agent's quota allows)."""
         d = self.start()
         try:
             c = d.client()
@@ -651,6 +657,12 @@ class DockerRestart(unittest.TestCase):
             for i in range(5):
                 e = c.call("exec", {"sandbox": "s", "argv": ["echo", "after-%d" % i]})
                 self.assertEqual(e["stdout"], "after-%d\n" % i)
+            lst = c.call("process.list", {"state": "running"})["processes"]
+            self.assertEqual([p["exec_id"] for p in lst], [r["exec_id"]])
+            first = c.call("process.read", {"exec_id": r["exec_id"], "max_bytes": 40})
+            self.assertTrue(first["data"].startswith("streaming-7373\n"), first)
+            k = c.call("process.kill", {"exec_id": r["exec_id"], "grace_ms": 300}, timeout=60)
+            self.assertEqual(k["survivors"], 0, k)
             self.assertNotIn("streaming-7373", docker("exec", cid, "ps", "-o", "args").stdout)
             c.close()
         finally:
@@ -734,6 +746,243 @@ class DockerRestart(unittest.TestCase):
         finally:
             log = d.stop()
         self.assertEqual(log.count("dropped"), 3, log)
+
+
+NUMBERED = ("i=0; while [ $i -lt %d ]; do echo line-$i; i=$((i+1)); "
+            "[ $((i %% 200)) = 0 ] && sleep 0.05; done; exit %d")
+
+
+def read_all(c, exec_id, stream="stdout"):
+    """Everything retained of a stream, from offset 0, through process.read."""
+    out, off = "", 0
+    while True:
+        r = c.call("process.read", {"exec_id": exec_id, "stream": stream, "offset": off,
+                                    "max_bytes": 1 << 20})
+        if r["offset"] != off:
+            raise AssertionError("output from %d is gone (offset %d)" % (off, r["offset"]))
+        out += r["data"]
+        off = r["next_offset"]
+        if r["eof"] or not r["data"]:
+            return out, r
+
+
+def lines_ok(text, n):
+    return text.splitlines() == ["line-%d" % i for i in range(n)]
+
+
+class DockerResume(RestartTest):
+    """Execs outlive the daemon (SIGKILL) and the container's attach connection (cut)."""
+
+    def wait_output(self, c, eid, need):
+        deadline = time.monotonic() + 60
+        while len(c.call("process.read", {"exec_id": eid, "max_bytes": 1 << 20})["data"]) < need:
+            self.assertLess(time.monotonic(), deadline, "no output from %s" % eid)
+            time.sleep(0.05)
+
+    def test_sigkill_daemon_background_exec_keeps_every_line(self):
+        d = self.start()
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "docker", "name": "r"}, timeout=120)
+            bg = c.call("exec", {"sandbox": "r", "command": NUMBERED % (6000, 3),
+                                 "background": True})["exec_id"]
+            # One that ends while the daemon is down; its real status must come back.
+            quick = c.call("exec", {"sandbox": "r", "command": "sleep 0.5; echo finished; "
+                                    "exit 5", "background": True})["exec_id"]
+            self.wait_output(c, bg, 2000)
+            d.proc.kill()
+        finally:
+            d.stop(expect=-9)
+        d = self.start()
+        try:
+            c = d.client()
+            running = {p["exec_id"]: p for p in c.call("process.list")["processes"]}
+            self.assertIn(bg, running)
+            self.assertIn(quick, running)
+            w = c.call("process.wait", {"exec_id": bg, "timeout_ms": 60000}, timeout=90)
+            self.assertEqual((w["state"], w["exit_code"], w["signal"]), ("exited", 3, None), w)
+            out, last = read_all(c, bg)
+            self.assertTrue(lines_ok(out, 6000), out[-200:])
+            self.assertEqual(last["dropped_bytes"], 0)
+            w = c.call("process.wait", {"exec_id": quick, "timeout_ms": 60000}, timeout=90)
+            self.assertEqual(w["exit_code"], 5, w)
+            self.assertEqual(read_all(c, quick)[0], "finished\n")
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("taken back", log)
+
+    def test_sigterm_restart_keeps_running_and_ended_execs(self):
+        """An orderly restart (systemctl restart) does not stop docker execs either; ended
+        ones stay listed with their output."""
+        d = self.start()
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "docker", "name": "t"}, timeout=120)
+            done = c.call("exec", {"sandbox": "t", "command": "echo early; exit 6"})
+            bg = c.call("exec", {"sandbox": "t", "command": NUMBERED % (3000, 2),
+                                 "background": True})["exec_id"]
+            self.wait_output(c, bg, 500)
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("kept for re-adoption", log)
+        d = self.start()
+        try:
+            c = d.client()
+            w = c.call("process.wait", {"exec_id": bg, "timeout_ms": 60000}, timeout=90)
+            self.assertEqual(w["exit_code"], 2, w)
+            self.assertTrue(lines_ok(read_all(c, bg)[0], 3000))
+            old = c.call("process.wait", {"exec_id": done["exec_id"], "timeout_ms": 0})
+            self.assertEqual((old["state"], old["exit_code"]), ("exited", 6), old)
+            self.assertEqual(read_all(c, done["exec_id"])[0], "early\n")
+            c.close()
+        finally:
+            d.stop()
+
+    def test_sigkill_daemon_foreground_exec_reattached(self):
+        d = self.start()
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "docker", "name": "f"}, timeout=120)
+            c.send({"jsonrpc": "2.0", "id": 777, "method": "exec",
+                    "params": {"sandbox": "f", "command": NUMBERED % (4000, 0)}})
+            eid, deadline = None, time.monotonic() + 60
+            while eid is None:
+                self.assertLess(time.monotonic(), deadline, "no output")
+                m = c.read(10)
+                if m.get("method") == "exec.output":
+                    eid = m["params"]["exec_id"]
+            d.proc.kill()
+        finally:
+            d.stop(expect=-9)
+        d = self.start()
+        try:
+            c = d.client()
+            att = c.call("process.attach", {"exec_id": eid})
+            self.assertEqual(att["replayed_from"], {"stdout": 0, "stderr": 0})
+            deadline = time.monotonic() + 60
+            while not any(n["method"] == "exec.exit" for n in c.notifications):
+                self.assertLess(time.monotonic(), deadline, "no exec.exit")
+                m = c.read(30)
+                if "method" in m and "id" not in m:
+                    c.notifications.append(m)
+            outs = [n["params"] for n in c.notifications if n["method"] == "exec.output"]
+            self.assertEqual([o["offset"] for o in outs],
+                             [sum(len(x["data"]) for x in outs[:i]) for i in range(len(outs))])
+            self.assertTrue(lines_ok("".join(o["data"] for o in outs), 4000))
+            ex = [n["params"] for n in c.notifications if n["method"] == "exec.exit"][0]
+            self.assertEqual(ex["exit_code"], 0, ex)
+            c.close()
+        finally:
+            d.stop()
+
+    def test_attach_connection_cut_loses_nothing(self):
+        proxy = os.path.join(self.state, "docker-proxy.sock")
+        sp = self.proxy(proxy)
+        try:
+            d = self.start("host = unix://%s\n" % proxy)
+            try:
+                self.cut_run(d, sp.pid)
+            finally:
+                d.stop()
+        finally:
+            kill_proxy(sp)
+
+    def proxy(self, path):
+        """socat in front of dockerd, in a process group of its own (kill_proxy ends it and
+        every connection it forked)."""
+        sp = subprocess.Popen(["socat", "UNIX-LISTEN:%s,fork,mode=0600,unlink-early" % path,
+                               "UNIX-CONNECT:%s" % DOCKER_SOCK], start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(path):
+            self.assertLess(time.monotonic(), deadline, "socat did not listen")
+            time.sleep(0.02)
+        return sp
+
+    def wait_state(self, c, want):
+        deadline = time.monotonic() + 30
+        while True:
+            states = [n["params"]["state"] for n in c.notifications
+                      if n["method"] == "sandbox.state"]
+            if want in states:
+                return states
+            self.assertLess(time.monotonic(), deadline, "no sandbox.state %s: %s"
+                            % (want, states))
+            m = c.read(30)
+            if "method" in m and "id" not in m:
+                c.notifications.append(m)
+
+    def test_link_gone_is_lost_then_next_exec_is_back(self):
+        path = os.path.join(self.state, "docker-proxy.sock")
+        sp = self.proxy(path)
+        d = self.start("host = unix://%s\nagent_reconnect_ms = 1500\n" % path)
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "docker", "name": "l"}, timeout=120)
+            bg = c.call("exec", {"sandbox": "l", "command": "echo up; sleep 30",
+                                 "background": True})["exec_id"]
+            self.wait_output(c, bg, 3)  # it runs: it did not merely fail to start
+            kill_proxy(sp)  # dockerd is out of reach: the listener and every connection go
+            states = self.wait_state(c, "lost")
+            self.assertEqual(states[:2], ["reconnecting", "lost"], states)
+            self.assertEqual(c.call("sandbox.get", {"id": "l"})["state"], "lost")
+            w = c.call("process.wait", {"exec_id": bg, "timeout_ms": 30000}, timeout=60)
+            self.assertEqual((w["state"], w["exit_code"], w["signal"]), ("exited", None, None))
+            self.assertIn("giving up", w["lost"])
+            sp = self.proxy(path)  # back: the next exec reattaches
+            r = c.call("exec", {"sandbox": "l", "argv": ["echo", "back"]}, timeout=60)
+            self.assertEqual(r["stdout"], "back\n")
+            self.wait_state(c, "ready")
+            self.assertEqual(c.call("sandbox.get", {"id": "l"})["state"], "ready")
+            c.close()
+        finally:
+            d.stop()
+            kill_proxy(sp)
+
+    def cut_run(self, d, socat_pid):
+        c = d.client()
+        sb = c.call("sandbox.create", {"backend": "docker", "name": "cut"}, timeout=120)
+        eid = c.call("exec", {"sandbox": "cut", "command": NUMBERED % (8000, 4),
+                              "background": True, "stream": False})["exec_id"]
+        self.wait_output(c, eid, 1000)
+        # Every connection through the proxy (the attach stream among them) is cut.
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and
+                    open_stat(p).get("ppid") == socat_pid]
+        self.assertTrue(children, "no connection through the proxy")
+        for pid in children:
+            os.kill(pid, 9)
+        w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 60000}, timeout=90)
+        self.assertEqual(w["exit_code"], 4, w)
+        out, last = read_all(c, eid)
+        self.assertTrue(lines_ok(out, 8000), out[-200:])
+        states = [n["params"] for n in c.notifications if n["method"] == "sandbox.state"]
+        self.assertIn({"sandbox": sb["id"], "state": "ready"},
+                      [{k: v for k, v in s.items() if k != "reason"} for s in states])
+        self.assertEqual(states[0]["state"], "reconnecting", states)
+        self.assertEqual(c.call("sandbox.get", {"id": "cut"})["state"], "ready")
+        e = c.call("exec", {"sandbox": "cut", "argv": ["echo", "after the cut"]})
+        self.assertEqual(e["stdout"], "after the cut\n")
+        c.close()
+
+
+def kill_proxy(sp):
+    """Ends a proxy() socat and the connections it forked."""
+    try:
+        os.killpg(sp.pid, 9)
+    except ProcessLookupError:
+        pass
+    sp.wait()
+
+
+def open_stat(pid):
+    """{ppid} of a /proc entry (empty when it went meanwhile)."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return {"ppid": int(rest[1])}
+    except (OSError, IndexError, ValueError):
+        return {}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,201 @@
+/* execrec.c — the exec journal (execrec.h). */
+#include "daemon/execrec.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "protocol/util.h"
+
+#define EXECREC_FILE      "execs.jsonl"
+#define EXECREC_MAX_BYTES (256u << 20) /* a journal larger than this is not replayed */
+
+static struct {
+        char *dir;
+        int fd;
+        json_t *live; /* exec_id -> its last record */
+        size_t lines; /* appended since the last rewrite */
+        bool full_warned;
+} jr = {.fd = -1};
+
+/* Whether id is a safe record name. */
+bool
+execrec_id_ok(const char *id)
+{
+        size_t n = id ? strlen(id) : 0;
+
+        return n > 0 && n <= 64 &&
+               strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+static int
+jr_write_line(int fd, json_t *rec)
+{
+        char *text = json_dumps(rec, JSON_COMPACT);
+        size_t len = strlen(text);
+        ssize_t w;
+
+        text = xrealloc(text, len + 2);
+        text[len++] = '\n';
+        w = write(fd, text, len); /* O_APPEND, one write: a line is never interleaved */
+        free(text);
+        return w == (ssize_t) len ? 0 : w < 0 ? -errno : -EIO;
+}
+
+/* Rewrites the journal from the live records (temporary file, rename) and reopens it. */
+static int
+jr_rewrite(void)
+{
+        char *path = xasprintf("%s/" EXECREC_FILE, jr.dir), *tmp = xasprintf("%s.tmp", path);
+        const char *id;
+        json_t *rec;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600), r = 0;
+
+        if (fd < 0)
+                r = -errno;
+        json_object_foreach(jr.live, id, rec)
+        {
+                if (r == 0)
+                        r = jr_write_line(fd, rec);
+        }
+        if (fd >= 0)
+                close(fd);
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        if (jr.fd >= 0)
+                close(jr.fd);
+        jr.fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        jr.lines = 0;
+        free(tmp);
+        free(path);
+        return r < 0 ? r : jr.fd < 0 ? -errno : 0;
+}
+
+/* Applies one journal line; false when it is not a record of this version. */
+static bool
+jr_apply(json_t *line)
+{
+        const char *id = json_string_value(json_object_get(line, "key"));
+
+        if (!json_is_object(line) || !execrec_id_ok(id) ||
+            json_integer_value(json_object_get(line, "version")) != EXECREC_VERSION)
+                return false;
+        if (json_is_true(json_object_get(line, "forget")))
+                json_object_del(jr.live, id);
+        else
+                json_object_set(jr.live, id, line);
+        return true;
+}
+
+static unsigned
+jr_replay(const char *path, bool *too_big)
+{
+        struct stat st;
+        char *line = NULL;
+        size_t cap = 0;
+        unsigned bad = 0;
+        FILE *f = fopen(path, "re");
+
+        *too_big = false;
+        if (!f)
+                return 0;
+        if (fstat(fileno(f), &st) == 0 && st.st_size > EXECREC_MAX_BYTES) {
+                *too_big = true;
+                fclose(f);
+                return 0;
+        }
+        while (getline(&line, &cap, f) > 0) {
+                json_t *j = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+                if (!jr_apply(j))
+                        bad++; /* a line cut by a crash, or not ours */
+                json_decref(j);
+        }
+        free(line);
+        fclose(f);
+        return bad;
+}
+
+/* Replays and compacts the journal. */
+json_t *
+execrec_open(const char *dir, char **warning)
+{
+        char *path = xasprintf("%s/" EXECREC_FILE, dir);
+        json_t *all = json_array(), *rec;
+        const char *id;
+        bool too_big;
+        unsigned bad;
+        int r;
+
+        *warning = NULL;
+        free(jr.dir);
+        jr.dir = xstrdup(dir);
+        json_decref(jr.live);
+        jr.live = json_object();
+        bad = jr_replay(path, &too_big);
+        r = jr_rewrite();
+        if (bad || too_big || r < 0)
+                *warning =
+                        xasprintf("exec journal %s: %s%u unusable lines dropped%s%s", path,
+                                  too_big ? "larger than 256 MiB, not replayed; " : "", bad,
+                                  r < 0 ? "; cannot rewrite it: " : "", r < 0 ? strerror(-r) : "");
+        json_object_foreach(jr.live, id, rec)
+        {
+                json_array_append(all, rec);
+        }
+        free(path);
+        return all;
+}
+
+/* Appends rec, and compacts once the journal holds far more lines than live records. */
+int
+execrec_put(json_t *rec)
+{
+        const char *id = json_string_value(json_object_get(rec, "key"));
+
+        if (jr.fd < 0 || !execrec_id_ok(id))
+                return -EBADF;
+        if (!json_object_get(jr.live, id) && json_object_size(jr.live) >= EXECREC_MAX)
+                return -ENOSPC;
+        json_object_set_new(rec, "version", json_integer(EXECREC_VERSION));
+        json_object_set(jr.live, id, rec);
+        if (++jr.lines > 4 * json_object_size(jr.live) + 1024)
+                return jr_rewrite();
+        return jr_write_line(jr.fd, rec);
+}
+
+/* Appends a forget line. */
+void
+execrec_drop(const char *id)
+{
+        json_t *line;
+
+        if (jr.fd < 0 || !json_object_get(jr.live, id))
+                return;
+        json_object_del(jr.live, id);
+        line = json_pack("{s:i,s:s,s:b}", "version", EXECREC_VERSION, "key", id, "forget", 1);
+        if (++jr.lines > 4 * json_object_size(jr.live) + 1024)
+                jr_rewrite();
+        else
+                jr_write_line(jr.fd, line);
+        json_decref(line);
+}
+
+/* Closes the journal. */
+void
+execrec_close(void)
+{
+        if (jr.fd >= 0)
+                close(jr.fd);
+        jr.fd = -1;
+        json_decref(jr.live);
+        jr.live = NULL;
+        free(jr.dir);
+        jr.dir = NULL;
+}
