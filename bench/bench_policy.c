@@ -1,8 +1,9 @@
 /* bench_policy.c — policy engine throughput and worst-case latency.
  *
- * 1. Evaluations per second over ~50 typical agent commands (target >= 100000/s).
- * 2. Worst-case wall time to judge a 128 KiB command, over several adversarial shapes
- *    (target < 10 ms).
+ * 1. The false-ask and false-deny rates over the corpus of ordinary agent commands
+ *    (tests/data/policy/ordinary.txt; both should be 0).
+ * 2. Evaluations per second over that corpus (target >= 100000/s).
+ * 3. Worst-case wall time to judge a 128 KiB command, over adversarial shapes (< 10 ms).
  * The baseline of each ratio is the target itself, as the issue states it; ratio > 1 is better.
  */
 #include <stdio.h>
@@ -11,59 +12,58 @@
 
 #include "policy/policy.h"
 #include "protocol/util.h"
+#include "tests/unit/helper_policy.h"
 
-static const char *const corpus[] = {
-        "ls -la",
-        "git status",
-        "git diff --stat HEAD~1",
-        "git add -A && git commit -m 'fix: handle empty input'",
-        "git log --oneline -n 20",
-        "git checkout -b feature/x",
-        "git push origin feature/x",
-        "cat src/main.c | head -50",
-        "grep -rn 'TODO' src/ | wc -l",
-        "rg -n 'fn main' --type rust",
-        "find . -name '*.py' -not -path './venv/*' | xargs wc -l",
-        "python3 -m pytest -q tests/",
-        "python3 manage.py migrate && python3 manage.py runserver 0.0.0.0:8000",
-        "pip install -r requirements.txt",
-        "npm install && npm run build",
-        "npm test -- --watch=false",
-        "npx tsc --noEmit",
-        "node scripts/gen.js > out.json",
-        "cargo build --release 2>&1 | tail -20",
-        "cargo test -- --nocapture",
-        "go build ./... && go test ./...",
-        "make -j4 && ./build/app --help",
-        "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release",
-        "mkdir -p build && cd build && cmake .. && make",
-        "sed -i 's/foo/bar/g' src/config.h",
-        "awk -F, '{print $2}' data.csv | sort | uniq -c | sort -rn | head",
-        "curl -sSf https://api.example.com/v1/items -o items.json",
-        "jq '.items[] | .name' items.json",
-        "docker ps -a --format '{{.Names}}'",
-        "docker build -t app:dev .",
-        "docker run --rm -it -v \"$PWD\":/app -w /app node:20 npm test",
-        "tar czf backup.tgz src/ docs/",
-        "cp -r templates/ out/ && ls out",
-        "mv build/app.bin dist/",
-        "rm -rf build dist",
-        "chmod +x scripts/*.sh",
-        "echo \"export PATH=$PATH:$HOME/.local/bin\" >> .envrc",
-        "for f in src/*.c; do clang-format -i \"$f\"; done",
-        "if [ -f .env ]; then source .env; fi; echo $DATABASE_URL",
-        "cat <<'EOF' > config.yaml\nname: app\nport: 8080\nEOF",
-        "psql -h localhost -U app -c 'SELECT count(*) FROM users'",
-        "ssh -V",
-        "ps aux | grep node | grep -v grep",
-        "du -sh * | sort -h",
-        "kill -TERM $(cat app.pid)",
-        "timeout 30 ./run_tests.sh --fast",
-        "export NODE_ENV=production && node dist/server.js &",
-        "bash -c 'cd frontend && npm ci && npm run lint'",
-        "python3 -c 'import sys; print(sys.version)'",
-        "git stash && git pull --rebase && git stash pop",
+#define CORPUS "tests/data/policy/ordinary.txt"
+
+struct corpus {
+        char **cmd;
+        size_t n;
 };
+
+/* The ordinary agent commands of the unit tests (one per line, '#' comments). */
+static int
+corpus_load(struct corpus *c)
+{
+        FILE *f = fopen(CORPUS, "r");
+        char line[8192];
+
+        if (!f) {
+                fprintf(stderr, "bench_policy: %s: cannot open (run from the source tree)\n",
+                        CORPUS);
+                return -1;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (!line[0] || line[0] == '#')
+                        continue;
+                c->cmd = xrealloc(c->cmd, (c->n + 1) * sizeof(*c->cmd));
+                c->cmd[c->n++] = xstrdup(line);
+        }
+        fclose(f);
+        return 0;
+}
+
+/* How many ordinary commands ask and how many are denied: both should be none. */
+static void
+false_rates(struct policy *p, const struct policy_ctx *ctx, const struct corpus *c)
+{
+        size_t ask = 0, deny = 0;
+        struct policy_result r;
+
+        for (size_t k = 0; k < c->n; k++) {
+                policy_eval_command(p, ctx, c->cmd[k], &r);
+                ask += r.verdict == POLICY_ASK;
+                deny += r.verdict == POLICY_DENY;
+                if (r.verdict != POLICY_ALLOW)
+                        printf("  not allowed: %s\n", c->cmd[k]);
+                policy_result_clear(&r);
+        }
+        printf("policy corpus: %zu ordinary commands; false-ask %zu (%.2f%%), false-deny %zu "
+               "(%.2f%%)\n",
+               c->n, ask, 100.0 * (double) ask / (double) c->n, deny,
+               100.0 * (double) deny / (double) c->n);
+}
 
 static char *
 repeat(const char *piece, size_t total)
@@ -78,31 +78,46 @@ repeat(const char *piece, size_t total)
 }
 
 static double
-throughput(struct policy *p, const struct policy_ctx *ctx)
+throughput(struct policy *p, const struct policy_ctx *ctx, const struct corpus *c)
 {
-        size_t n = ARRAY_SIZE(corpus), iters = 4000;
+        size_t iters = 400;
         uint64_t t0 = util_now_ns();
         struct policy_result r;
 
         for (size_t it = 0; it < iters; it++) {
-                for (size_t k = 0; k < n; k++) {
-                        policy_eval_command(p, ctx, corpus[k], &r);
+                for (size_t k = 0; k < c->n; k++) {
+                        policy_eval_command(p, ctx, c->cmd[k], &r);
                         policy_result_clear(&r);
                 }
         }
         double secs = (double) (util_now_ns() - t0) / 1e9;
-        return (double) (n * iters) / secs;
+        return (double) (c->n * iters) / secs;
 }
 
 static double
 worst_case(struct policy *p, const struct policy_ctx *ctx, const char **which)
 {
         static const char *const shapes[][2] = {
-                {"word", "abcdefgh"},           {"commands", "ls -la; "},
-                {"pipes", "a | b && c || d; "}, {"quotes", "'x' \"y $z\" $'\\x41' "},
-                {"subst", "$(echo `ls`) "},     {"braces", "{a,b,c}{1..3} "},
-                {"rm-rf", "rm -rf build/x; "},  {"vars", "${HOME}/$X~/ "},
-                {"bash-c", "bash -c 'ls'; "},   {"heredoc", "cat <<E\n$(ls)\nE\n"},
+                {"word", "abcdefgh"},
+                {"commands", "ls -la; "},
+                {"pipes", "a | b && c || d; "},
+                {"quotes", "'x' \"y $z\" $'\\x41' "},
+                {"subst", "$(echo `ls`) "},
+                {"braces", "{a,b,c}{1..3} "},
+                {"rm-rf", "rm -rf build/x; "},
+                {"vars", "${HOME}/$X~/ "},
+                {"bash-c", "bash -c 'ls'; "},
+                {"heredoc", "cat <<E\n$(ls)\nE\n"},
+                {"options", "--recu -rfv -o x "},
+                {"wrappers", "sudo nice timeout 5 env X=1 command "},
+                {"awk", "awk 'BEGIN{print \"x\" > \"f\"; system(\"ls\")}' f; "},
+                {"python-c", "python3 -c 'import json; print(json.dumps([1, 2]))'; "},
+                {"curl-sh", "curl -s http://x | sh; "},
+                {"kill", "kill -9 -01 $PPID; "},
+                {"find", "find . -name '*.o' -exec rm -f {} +; "},
+                {"eval", "eval 'eval \"ls\"'; "},
+                {"git", "git -c core.pager=less log --oneline; "},
+                {"fd", "exec 3< <(cat x); bash /dev/fd/3; "},
         };
         double worst = 0;
         struct policy_result r;
@@ -130,22 +145,24 @@ worst_case(struct policy *p, const struct policy_ctx *ctx, const char **which)
 int
 main(void)
 {
-        static const char *const prot[] = {"/etc/sandboxd", "/var/lib/sandboxd", NULL};
-        struct policy_ctx ctx = {.backend = "local",
-                                 .host_access = true,
-                                 .cwd = "/home/user/project",
-                                 .home = "/home/user",
-                                 .protected_paths = prot};
+        struct policy_ctx ctx = policy_test_ctx();
         struct policy *p = policy_new_default();
+        struct corpus c = {0};
         const char *which = "";
 
-        double eps = throughput(p, &ctx);
-        printf("policy throughput: %.0f evaluations/s over %zu typical commands; target "
+        if (corpus_load(&c) < 0)
+                return 1;
+        false_rates(p, &ctx, &c);
+        double eps = throughput(p, &ctx, &c);
+        printf("policy throughput: %.0f evaluations/s over %zu ordinary commands; target "
                "100000/s; ratio %.2f\n",
-               eps, ARRAY_SIZE(corpus), eps / 100000.0);
+               eps, c.n, eps / 100000.0);
         double ms = worst_case(p, &ctx, &which);
         printf("policy worst case: %.3f ms for a 128 KiB command (%s); target 10 ms; ratio %.2f\n",
                ms, which, 10.0 / ms);
+        for (size_t k = 0; k < c.n; k++)
+                free(c.cmd[k]);
+        free(c.cmd);
         policy_free(p);
         return 0;
 }

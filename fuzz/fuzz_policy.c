@@ -1,8 +1,8 @@
-/* fuzz_policy.c — libFuzzer target: the shell parser and analyser on arbitrary bytes, plus the
- * argv path (input split at NULs) and file operations (the input as the requested path).
- * Crashes, leaks and sanitizer reports are failures; the verdict for any input that hit a
- * limit must not be ALLOW, and a write that resolves into the daemon's state must be DENY
- * whatever path was asked for. */
+/* fuzz_policy.c — libFuzzer target: the shell parser and analyser on arbitrary bytes, the
+ * same bytes as the stdin of `bash`, the argv path (input split at NULs) and file operations
+ * (the input as the requested path). Crashes, leaks and sanitizer reports are failures; the
+ * verdict for any input that hit a limit must not be ALLOW, and a write that resolves into the
+ * daemon's state must be DENY whatever path was asked for. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +60,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!strncmp(r.findings[k].rule, "parse.", 6) && r.verdict == POLICY_ALLOW)
                         abort();
         json_decref(policy_findings_json(&r));
+        policy_result_clear(&r);
+        /* the same bytes as what a shell reads on stdin, the environment complete */
+        struct policy_ctx in = ctx;
+        in.env_complete = true;
+        in.stdin_data = (const char *) data;
+        in.stdin_len = size;
+        policy_eval_command(p, &in, "bash", &r);
+        for (size_t k = 0; k < r.nfindings; k++)
+                if (!strncmp(r.findings[k].rule, "parse.", 6) && r.verdict == POLICY_ALLOW)
+                        abort();
         policy_result_clear(&r);
         for (size_t off = 0; off <= size && argc < 64; off += strlen(s + off) + 1)
                 argv[argc++] = s + off;

@@ -12,6 +12,27 @@ struct arena_chunk {
 };
 
 #define ARENA_CHUNK 16384
+#define ARENA_KEEP  (16u << 20) /* bytes of freed chunks kept for the next evaluation */
+
+/* Chunks of finished evaluations, per thread: big commands then cost no fresh pages. */
+static __thread struct arena_chunk *arena_cache;
+static __thread size_t arena_cached;
+
+static struct arena_chunk *
+chunk_get(size_t size)
+{
+        for (struct arena_chunk **pp = &arena_cache; *pp; pp = &(*pp)->next) {
+                if ((*pp)->size >= size) {
+                        struct arena_chunk *c = *pp;
+                        *pp = c->next;
+                        arena_cached -= c->size;
+                        return c;
+                }
+        }
+        struct arena_chunk *c = xmalloc(sizeof(*c) + size);
+        c->size = size;
+        return c;
+}
 
 /* Returns n zeroed bytes from the arena. */
 void *
@@ -25,8 +46,7 @@ arena_alloc(struct arena *a, size_t n)
                 size_t size = c ? MIN(c->size * 2, (size_t) 1 << 20) : ARENA_CHUNK;
                 size = MAX(size, n);
 
-                c = xmalloc(sizeof(*c) + size);
-                c->size = size;
+                c = chunk_get(size);
                 c->used = 0;
                 c->next = a->head;
                 a->head = c;
@@ -78,7 +98,13 @@ arena_free(struct arena *a)
 
         while (c) {
                 struct arena_chunk *next = c->next;
-                free(c);
+                if (arena_cached + c->size <= ARENA_KEEP) {
+                        c->next = arena_cache;
+                        arena_cache = c;
+                        arena_cached += c->size;
+                } else {
+                        free(c);
+                }
                 c = next;
         }
         a->head = NULL;

@@ -105,13 +105,20 @@ policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const 
         size_t n = command ? strlen(command) : 0;
         const char *bad;
 
-        analyze_init(&ev, p, ctx, n);
+        analyze_init(&ev, p, ctx, MIN(n, (size_t) POLICY_MAX_INPUT));
+        ev.input = command;
+        if (ctx)
+                env_check_request(&ev, ctx->request_env);
+        /* A limit or a strange byte never hides what bash would still run: the finding is
+         * added, and the (first 256 KiB of the) command is judged all the same. */
         if (n > POLICY_MAX_INPUT) {
                 analyze_add(&ev, -1, "parse.limit", "command longer than 256 KiB", NULL);
-        } else if ((bad = bad_bytes(command, n))) {
+                n = POLICY_MAX_INPUT;
+        }
+        if ((bad = bad_bytes(command, n)))
                 analyze_add(&ev, -1, "parse.error", bad, NULL);
-        } else {
-                parse_script(&ev, command, n, 0);
+        if (n > 0) {
+                parse_script(&ev, command, n, 0, 0);
                 analyze_units(&ev, 0);
         }
         analyze_finish(&ev, out);
@@ -131,9 +138,13 @@ policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *con
                 argc++;
         }
         analyze_init(&ev, p, ctx, total);
+        if (ctx)
+                env_check_request(&ev, ctx->request_env);
         if (total > POLICY_MAX_INPUT || argc > 65536) {
                 analyze_add(&ev, -1, "parse.limit", "argv larger than 256 KiB", NULL);
-        } else if (argc > 0) {
+                argc = MIN(argc, (size_t) 65536); /* what is judged is judged all the same */
+        }
+        if (argc > 0) {
                 int k = parse_new_unit(&ev, 0, 0);
                 for (size_t i = 0; i < argc && k >= 0; i++) {
                         unsigned flags = 0;
@@ -163,12 +174,16 @@ policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t
         if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
                 ev.host_access = true;
         if (json_is_object(spec)) {
+                /* the sandbox's env is the start of every exec's environment */
+                env_check_request(&ev, json_object_get(spec, "env"));
                 container_check(&ev, -1, spec, facts);
         } else {
                 sbx_error_param(&ev.invalid, "sandbox",
                                 "invalid params: the spec must be an object");
                 analyze_add(&ev, -1, "container.invalid", "sandbox", NULL);
         }
+        if (ctx && ctx->request_env != json_object_get(spec, "env"))
+                env_check_request(&ev, ctx->request_env);
         analyze_finish(&ev, out);
         analyze_free(&ev);
 }

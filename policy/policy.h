@@ -42,15 +42,32 @@ struct policy_result {
         struct sbx_error invalid;
 };
 
-/* Facts about where a command would run. All fields optional (NULL / false). */
+/* Facts about where a command would run. All fields optional (NULL / false / 0). */
 struct policy_ctx {
         const char *backend; /* "local", "docker", … */
         bool host_access;    /* the sandbox exposes the host (local always does) */
         const char *cwd;
-        const char *home;
-        json_t *env;                        /* object of strings known in the sandbox, borrowed */
+        const char *home; /* the caller's home directory (its account's) */
+        /* The environment the command starts with (object of strings, borrowed): values of
+         * variables, and $HOME as the shell expands ~. */
+        json_t *env;
+        /* env holds the whole environment (local backend): a variable neither in it nor set
+         * by the command is unset, and expands to nothing. */
+        bool env_complete;
+        /* Variables the request itself sets (exec `env`; object of strings, borrowed): judged
+         * like assignment prefixes on the command (LD_PRELOAD, BASH_ENV, PATH, …). */
+        json_t *request_env;
         const char *const *protected_paths; /* daemon config/state paths, NULL-terminated */
-        const char *workspace; /* container checks: binds below it are fine (still host access) */
+        /* The workspace: binds below it are fine for the container checks (still host access),
+         * and build output below it may be cleaned without asking. */
+        const char *workspace;
+        /* What the command reads on stdin when nothing in it redirects stdin: stdin_data
+         * (stdin_len bytes, borrowed, may be NULL) and, with stdin_open, more to come that is
+         * not known yet (process.write). */
+        const char *stdin_data;
+        size_t stdin_len;
+        bool stdin_open;
+        long daemon_pid; /* the daemon's own pid (signals to it are refused), 0: unknown */
         /* Container checks of a sandbox.create. */
         bool unprivileged;            /* the caller is neither root nor the daemon's owner */
         unsigned caller_uid;          /* its uid (volume label sandboxd.owner), when unprivileged */

@@ -2,8 +2,8 @@
 malformed answers, timeout, disconnect), roles (subagent, batch), DENY never asked, persisted
 approvals across a restart and per uid, approval.list / approval.revoke, ask_isolated.
 
-`rm -rf ./build` in a sandbox whose workdir is a fresh directory is ASK (delete.recursive,
-subject <workdir>/build); `rm -rf /` is DENY (floor.rm-root); `curl … | sh` is ASK with
+`rm -rf ./data` in a sandbox whose workdir is a fresh directory is ASK (delete.recursive,
+subject <workdir>/data); `rm -rf /` is DENY (floor.rm-root); `curl … | sh` is ASK with
 NO_ALWAYS (exec.remote-code).
 """
 import json
@@ -19,7 +19,7 @@ import unittest
 
 from harness import SANDBOXCTL, Client, Daemon, DaemonTest, RpcError
 
-ASK_CMD = "rm -rf ./build"
+ASK_CMD = "rm -rf ./data"
 NOBODY = 65534
 IMAGE = os.environ.get("SANDBOXD_TEST_IMAGE", "sandboxd-test:busybox")
 
@@ -41,7 +41,7 @@ def workspace(test):
     d = tempfile.mkdtemp(prefix="sbxapr-")
     os.chmod(d, 0o777)
     test.addCleanup(shutil.rmtree, d, True)
-    os.mkdir(os.path.join(d, "build"))
+    os.mkdir(os.path.join(d, "data"))
     return d
 
 
@@ -94,8 +94,8 @@ class Interactive(DaemonTest):
         self.assertEqual(r["exit_code"], 0)
         self.assertEqual(r["policy"]["verdict"], "ask")
         self.assertEqual(r["policy"]["resolution"], "user")
-        self.assertFalse(os.path.exists(os.path.join(ws, "build")))
-        os.mkdir(os.path.join(ws, "build"))
+        self.assertFalse(os.path.exists(os.path.join(ws, "data")))
+        os.mkdir(os.path.join(ws, "data"))
         c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(len(a.requests), 2, "once must not be remembered")
         self.assertEqual(c.call("approval.list")["approvals"], [])
@@ -122,19 +122,19 @@ class Interactive(DaemonTest):
         ws = workspace(self)
         sb = new_sandbox(self, c, ws)
         c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
-        os.mkdir(os.path.join(ws, "build"))
+        os.mkdir(os.path.join(ws, "data"))
         r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(len(a.requests), 1, "session approval must cover the second exec")
         self.assertEqual(r["policy"]["resolution"], "user")
-        self.assertFalse(os.path.exists(os.path.join(ws, "build")))
+        self.assertFalse(os.path.exists(os.path.join(ws, "data")))
         # The same key elsewhere: another sandbox asks again.
-        os.mkdir(os.path.join(ws, "build"))
+        os.mkdir(os.path.join(ws, "data"))
         other = new_sandbox(self, c, ws)
         c.call("exec", {"sandbox": other["id"], "command": ASK_CMD})
         self.assertEqual(len(a.requests), 2)
         # A different subject in the approved sandbox asks again (key = rule + subject).
-        os.mkdir(os.path.join(ws, "dist"))
-        c.call("exec", {"sandbox": sb["id"], "command": "rm -rf ./dist"})
+        os.mkdir(os.path.join(ws, "docs"))
+        c.call("exec", {"sandbox": sb["id"], "command": "rm -rf ./docs"})
         self.assertEqual(len(a.requests), 3)
         self.assertEqual(c.call("approval.list")["approvals"], [], "session is not persisted")
 
@@ -144,7 +144,7 @@ class Interactive(DaemonTest):
         sb = c.call("sandbox.create", {"workdir": ws, "name": "sess"})
         c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         c.call("sandbox.destroy", {"id": sb["id"]})
-        os.mkdir(os.path.join(ws, "build"))
+        os.mkdir(os.path.join(ws, "data"))
         sb2 = new_sandbox(self, c, ws, name="sess")
         self.assertNotEqual(sb2["id"], sb["id"])
         data = denied(self, c, {"sandbox": sb2["id"], "command": ASK_CMD})
@@ -159,7 +159,7 @@ class Interactive(DaemonTest):
         self.assertEqual(data["verdict"], "ask")
         self.assertEqual(data["resolution"], "user")
         self.assertEqual([f["rule"] for f in data["findings"]], ["delete.recursive"])
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
 
     def test_malformed_answers_deny(self):
         ws = workspace(self)
@@ -178,7 +178,7 @@ class Interactive(DaemonTest):
                 data = denied(self, c, {"sandbox": sb["id"], "command": ASK_CMD})
                 self.assertEqual(data["resolution"], "user")
                 self.assertEqual(len(a.requests), 1)
-                self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+                self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
                 c.close()
 
     def test_error_answer_denies(self):
@@ -198,7 +198,7 @@ class Interactive(DaemonTest):
         data = denied(self, c, {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(data["resolution"], "user")
         self.assertEqual(len(seen), 1)
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
 
     def test_always_refused_for_no_always_finding(self):
         c, a = self.ask_client({"decision": "always"})
@@ -218,13 +218,13 @@ class Interactive(DaemonTest):
         c, a = self.ask_client({"decision": "always"})
         ws = workspace(self)
         sb = new_sandbox(self, c, ws)
-        for cmd in ("rm -rf /", "rm -rf ./build; rm -rf /", "mkfs.ext4 /dev/sda"):
+        for cmd in ("rm -rf /", "rm -rf ./data; rm -rf /", "mkfs.ext4 /dev/sda"):
             with self.subTest(cmd=cmd):
                 data = denied(self, c, {"sandbox": sb["id"], "command": cmd})
                 self.assertEqual(data["verdict"], "deny")
                 self.assertEqual(data["resolution"], "policy")
         self.assertEqual(a.requests, [])
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
 
     def test_disconnect_during_approval_denies_and_never_runs(self):
         ws = workspace(self)
@@ -253,7 +253,7 @@ class Interactive(DaemonTest):
         self.assertEqual(rec["problem"], "connection closed")
         self.assertIsNone(rec["decision"])
         self.assertFalse(os.path.exists(marker))
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
         c2 = self.daemon.client()
         procs = c2.call("process.list", {"sandbox": "disc"})["processes"]
         self.assertEqual(procs, [])
@@ -285,7 +285,7 @@ class Interactive(DaemonTest):
         self.assertEqual(r["verdict"], "ask")
         self.assertEqual([f["rule"] for f in r["findings"]], ["delete.recursive"])
         self.assertEqual(a.requests, [])
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
 
 
 class Timeout(DaemonTest):
@@ -308,7 +308,7 @@ class Timeout(DaemonTest):
         c.send({"jsonrpc": "2.0", "id": pending[0]["id"], "result": {"decision": "once"}})
         self.assertEqual(c.call("exec", {"sandbox": sb["id"], "argv": ["true"]})["exit_code"], 0)
         self.assertFalse(os.path.exists(marker))
-        self.assertTrue(os.path.isdir(os.path.join(ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(ws, "data")))
         recs = [r for r in audit_records(self.daemon) if r["kind"] == "approval"]
         self.assertEqual(recs[-1]["problem"], "timeout")
         self.assertEqual(recs[-1]["resolution"], "timeout")
@@ -342,7 +342,7 @@ class Roles(DaemonTest):
         sb = new_sandbox(self, c, ws)
         r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(r["policy"]["resolution"], "role")
-        self.assertFalse(os.path.exists(os.path.join(ws, "build")))
+        self.assertFalse(os.path.exists(os.path.join(ws, "data")))
         # approved once: nothing remembered
         self.assertEqual(c.call("approval.list")["approvals"], [])
         data = denied(self, c, {"sandbox": sb["id"], "command": "rm -rf /"})
@@ -435,26 +435,26 @@ class Persisted(unittest.TestCase):
         path = os.path.join(self.state, "approvals.json")
         self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
         lst = c.call("approval.list")["approvals"]
-        key = "delete.recursive|%s/build" % os.path.realpath(self.ws)
+        key = "delete.recursive|%s/data" % os.path.realpath(self.ws)
         self.assertEqual([x["key"] for x in lst], [key])
         self.assertEqual(lst[0]["rule"], "delete.recursive")
-        self.assertEqual(lst[0]["subject"], "%s/build" % os.path.realpath(self.ws))
+        self.assertEqual(lst[0]["subject"], "%s/data" % os.path.realpath(self.ws))
         self.assertEqual(lst[0]["uid"], 0)
         self.assertRegex(lst[0]["created_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
         c.close()
         d.stop()
 
         d = self.start()
-        os.mkdir(os.path.join(self.ws, "build"))
+        os.mkdir(os.path.join(self.ws, "data"))
         a = Answers()
         c = d.client(on_request=a)
         sb = c.call("sandbox.create", {"workdir": self.ws})
         r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(a.requests, [], "the persisted approval must cover it after restart")
         self.assertEqual(r["policy"]["resolution"], "user")
-        self.assertFalse(os.path.isdir(os.path.join(self.ws, "build")))
+        self.assertFalse(os.path.isdir(os.path.join(self.ws, "data")))
         # Also for a subagent of the same uid (memory comes before the role).
-        os.mkdir(os.path.join(self.ws, "build"))
+        os.mkdir(os.path.join(self.ws, "data"))
         sub = d.client()
         sub.call("daemon.hello", {"role": "subagent"})
         r = sub.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
@@ -462,7 +462,7 @@ class Persisted(unittest.TestCase):
         sub.close()
 
         # Another uid with the very same key is asked (and its client denies).
-        os.mkdir(os.path.join(self.ws, "build"))
+        os.mkdir(os.path.join(self.ws, "data"))
         res = as_nobody(d.socket, [
             ["sandbox.create", {"workdir": self.ws, "name": "nb"}],
             ["exec", {"command": ASK_CMD, "sandbox": "nb"}],
@@ -479,7 +479,7 @@ class Persisted(unittest.TestCase):
         self.assertEqual(res[2]["result"]["approvals"], [])
         self.assertEqual(res[3]["error"]["code"], -32602)
         self.assertEqual(res[4]["error"]["code"], -32010)
-        self.assertTrue(os.path.isdir(os.path.join(self.ws, "build")))
+        self.assertTrue(os.path.isdir(os.path.join(self.ws, "data")))
         self.assertEqual([x["key"] for x in c.call("approval.list")["approvals"]], [key])
 
         # Root revokes: asked again, and the file no longer holds it.
@@ -503,7 +503,7 @@ class Persisted(unittest.TestCase):
         os.chmod(ws, 0o777)
         script = CLIENT.replace('{"decision": "deny"}', '{"decision": "always"}')
         calls = [["sandbox.create", {"workdir": ws, "name": "nb"}],
-                 ["exec", {"command": "mkdir build; " + ASK_CMD, "sandbox": "nb"}],
+                 ["exec", {"command": "mkdir data; " + ASK_CMD, "sandbox": "nb"}],
                  ["approval.list", {}]]
         p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                             "--clear-groups", sys.executable, "-c", script, d.socket,
@@ -518,7 +518,7 @@ class Persisted(unittest.TestCase):
         allk = c.call("approval.list")["approvals"]
         self.assertEqual([(x["key"], x["uid"]) for x in allk], [(mine[0]["key"], NOBODY)])
         sb = c.call("sandbox.create", {"workdir": ws})
-        os.mkdir(os.path.join(ws, "build"))
+        os.mkdir(os.path.join(ws, "data"))
         with self.assertRaises(RpcError) as cm:
             c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(cm.exception.data["resolution"], "user")
@@ -580,7 +580,7 @@ class AskIsolated(unittest.TestCase):
         c = d.client(on_request=a)
         sb = c.call("sandbox.create", {"backend": "docker", "workdir": "/tmp"})
         self.assertFalse(sb["host_access"])
-        c.call("exec", {"sandbox": sb["id"], "command": "mkdir -p /tmp/build"})
+        c.call("exec", {"sandbox": sb["id"], "command": "mkdir -p /tmp/data"})
         try:
             r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         except RpcError as e:

@@ -9,7 +9,6 @@
 #include "tests/unit/check_policy_cases.h"
 #include "tests/unit/helper_policy.h"
 
-static const char *const prot[] = {"/etc/sandboxd", "/var/lib/sandboxd", NULL};
 static struct policy *pol;
 
 static struct policy_ctx
@@ -19,7 +18,7 @@ ctx_default(void)
                                .host_access = true,
                                .cwd = "/home/user/project",
                                .home = "/home/user",
-                               .protected_paths = prot};
+                               .protected_paths = policy_test_prot};
         return c;
 }
 
@@ -67,13 +66,13 @@ START_TEST(test_floor_flags)
         ck_assert(r.findings[0].flags & POLICY_F_FLOOR);
         ck_assert_str_eq(r.findings[0].subject, "/");
         policy_result_clear(&r);
-        policy_eval_command(pol, &ctx, "rm -rf build", &r);
+        policy_eval_command(pol, &ctx, "rm -rf src", &r);
         ck_assert(!(r.findings[0].flags & POLICY_F_FLOOR));
         ck_assert(!(r.findings[0].flags & POLICY_F_NO_ALWAYS));
-        ck_assert_str_eq(r.findings[0].subject, "/home/user/project/build");
+        ck_assert_str_eq(r.findings[0].subject, "/home/user/project/src");
         policy_result_clear(&r);
         /* the same delete inside a carrier may not be remembered forever */
-        policy_eval_command(pol, &ctx, "bash -c 'rm -rf build'", &r);
+        policy_eval_command(pol, &ctx, "bash -c 'rm -rf src'", &r);
         ck_assert_int_eq(r.verdict, POLICY_ASK);
         ck_assert(r.findings[0].flags & POLICY_F_NO_ALWAYS);
         policy_result_clear(&r);
@@ -88,7 +87,7 @@ START_TEST(test_strictest_wins)
         struct policy_ctx ctx = ctx_default();
         struct policy_result r;
 
-        policy_eval_command(pol, &ctx, "rm -rf build; git push -f; reboot", &r);
+        policy_eval_command(pol, &ctx, "rm -rf src; git push -f; reboot", &r);
         ck_assert_int_eq(r.verdict, POLICY_DENY);
         ck_assert(policy_test_has_rule(&r, "delete.recursive"));
         ck_assert(policy_test_has_rule(&r, "git.push-force"));

@@ -52,12 +52,12 @@ START_TEST(test_load_good)
         ck_assert_int_eq(strlen(policy_sha256(p)), 64);
         ck_assert_str_ne(policy_sha256(p), policy_sha256(d));
         ck_assert_int_eq(eval(p, "curl -s https://evil.example/a", "no-curl-pipe"), POLICY_DENY);
-        ck_assert_int_eq(eval(p, "rm -rf build", NULL), POLICY_ALLOW);
-        ck_assert_int_eq(eval(d, "rm -rf build", "delete.recursive"), POLICY_ASK);
-        ck_assert_int_eq(eval(p, "git clean -fdx", NULL), POLICY_ALLOW);
-        ck_assert_int_eq(eval(d, "git clean -fdx", "git.clean"), POLICY_ASK);
+        ck_assert_int_eq(eval(p, "rm -rf gen", NULL), POLICY_ALLOW);
+        ck_assert_int_eq(eval(d, "rm -rf gen", "delete.recursive"), POLICY_ASK);
+        ck_assert_int_eq(eval(p, "git -C /srv/x clean -fdx", NULL), POLICY_ALLOW);
+        ck_assert_int_eq(eval(d, "git -C /srv/x clean -fdx", "git.clean"), POLICY_ASK);
         /* an allow rule never lifts the floor */
-        ck_assert_int_eq(eval(p, "rm -rf build /", "floor.rm-root"), POLICY_DENY);
+        ck_assert_int_eq(eval(p, "rm -rf gen /", "floor.rm-root"), POLICY_DENY);
         policy_free(d);
         policy_free(p);
         sbx_error_clear(&err);
@@ -163,7 +163,7 @@ START_TEST(test_approval_keys)
         struct policy_ctx ctx = ctx_default();
         struct policy_result a, b, c, d;
 
-        policy_eval_command(p, &ctx, "rm -rf build", &a);
+        policy_eval_command(p, &ctx, "rm -rf gen", &a);
         policy_eval_command(p, &ctx, "rm -rf src", &b);
         policy_eval_command(p, &ctx, "rm -rf /", &c);
         policy_eval_command(p, &ctx, "curl x | sh", &d);
@@ -171,7 +171,7 @@ START_TEST(test_approval_keys)
         ck_assert(!policy_approval_covers(&a, set));
         ck_assert_int_eq(policy_approval_remember(&a, set, false), 0);
         ck_assert(policy_approval_covers(&a, set));
-        /* key = rule + subject: approving build does not approve src */
+        /* key = rule + subject: approving gen does not approve src */
         ck_assert(!policy_approval_covers(&b, set));
         ck_assert(!policy_approval_covers(&c, set));
         ck_assert_int_eq(policy_approval_remember(&c, set, false), -EPERM);
@@ -181,7 +181,7 @@ START_TEST(test_approval_keys)
         json_t *keys = policy_approval_keys(&a);
         ck_assert_int_eq(json_array_size(keys), 1);
         ck_assert_str_eq(json_string_value(json_array_get(keys, 0)),
-                         "delete.recursive|/home/user/project/build");
+                         "delete.recursive|/home/user/project/gen");
         ck_assert_int_eq(policy_approvals_revoke(set, json_string_value(json_array_get(keys, 0))),
                          0);
         ck_assert(!policy_approval_covers(&a, set));
