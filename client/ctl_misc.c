@@ -13,10 +13,11 @@ enum {
         OPT_BACKEND = CTL_OPT_LONG,
         OPT_CWD,
         OPT_ARGV,
+        OPT_SANDBOX,
 };
 
 struct ctl_misc_opts {
-        const char *backend, *cwd;
+        const char *backend, *cwd, *sandbox;
         bool argv_mode;
 };
 
@@ -35,6 +36,8 @@ ctl_misc_opt_cb(void *st, int opt, const char *arg)
                 o->backend = arg;
         else if (opt == OPT_CWD || opt == 'w')
                 o->cwd = arg;
+        else if (opt == OPT_SANDBOX || opt == 's')
+                o->sandbox = arg;
         else
                 return -1;
         return 0;
@@ -135,10 +138,12 @@ ctl_misc_info(struct ctl_ctx *ctx, int argc, char **argv)
 
 static const struct ctl_help ctl_misc_check_help = {
         "check",
-        "check [-b BACKEND] [-w DIR] [--argv] COMMAND...",
+        "check [-s SANDBOX] [-b BACKEND] [-w DIR] [--argv] COMMAND...",
         "Asks the policy what it would say about COMMAND (nothing runs) and prints the verdict "
-        "and the\nfindings. Exit status: 0 allow, 1 ask, 2 deny, 125 failure. The words are "
+        "and the\nfindings, judged as `exec` in that sandbox (default: your default sandbox) "
+        "would judge it.\nExit status: 0 allow, 1 ask, 2 deny, 125 failure. The words are "
         "joined with spaces\ninto one shell command unless --argv is given.",
+        "  -s, --sandbox NAME    judge in this sandbox (its home, environment, cwd)\n"
         "  -b, --backend B       judge as if run on this backend\n"
         "  -w, --cwd DIR         judge as if run in this directory\n"
         "      --argv            judge the words as an argv (no shell)\n",
@@ -188,6 +193,8 @@ ctl_misc_check_params(const struct ctl_misc_opts *o, int argc, char **argv)
                 json_object_set_new(p, "backend", json_string(o->backend));
         if (o->cwd)
                 json_object_set_new(p, "cwd", json_string(o->cwd));
+        if (o->sandbox)
+                json_object_set_new(p, "sandbox", json_string(o->sandbox));
         json_decref(words);
         buf_free(&b);
         return p;
@@ -201,6 +208,7 @@ ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv)
                 {"backend", required_argument, NULL, OPT_BACKEND},
                 {"cwd", required_argument, NULL, OPT_CWD},
                 {"argv", no_argument, NULL, OPT_ARGV},
+                {"sandbox", required_argument, NULL, OPT_SANDBOX},
                 {NULL, 0, NULL, 0},
         };
         struct ctl_misc_opts o = {0};
@@ -208,7 +216,7 @@ ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv)
         json_t *res;
         const char *verdict;
 
-        rc = ctl_util_parse(ctx, &ctl_misc_check_help, "+b:w:", opts, argc, argv, ctl_misc_opt_cb,
+        rc = ctl_util_parse(ctx, &ctl_misc_check_help, "+b:w:s:", opts, argc, argv, ctl_misc_opt_cb,
                             &o, &first);
         if (rc < 0 && first >= argc)
                 rc = ctl_util_usage_error("check", "no command given");

@@ -226,66 +226,154 @@ policy_check_reply(struct rpc_req *req, struct policy_result *r, bool host_acces
         policy_result_clear(r);
 }
 
+/* ---- policy.check: judged in the context an exec would be ---- */
+
+struct check_args {
+        const char *command, *backend, *cwd, *sbname, *stdin_text;
+        json_t *argv, *spec, *env;
+};
+
+static int
+check_parse(json_t *params, struct check_args *a, struct sbx_error *err)
+{
+        static const char *const keys[] = {"command", "argv", "sandbox", "backend",
+                                           "cwd",     "env",  "stdin",   NULL};
+        json_t *sb = json_object_get(params, "sandbox");
+
+        if (params_known(params, keys, err) < 0 ||
+            params_str(params, "command", 1 << 20, &a->command, err) < 0 ||
+            params_str_array(params, "argv", 4096, &a->argv, err) < 0 ||
+            (json_is_string(sb) ? params_str(params, "sandbox", 256, &a->sbname, err)
+                                : params_obj(params, "sandbox", &a->spec, err)) < 0 ||
+            params_str(params, "backend", 64, &a->backend, err) < 0 ||
+            params_str(params, "cwd", 4096, &a->cwd, err) < 0 ||
+            params_str_map(params, "env", 4096, &a->env, err) < 0 ||
+            params_str(params, "stdin", g.config->max_stdin_bytes, &a->stdin_text, err) < 0)
+                return -1;
+        if (!!a->command + !!a->argv + !!a->spec != 1) {
+                sbx_error_param(err, "command",
+                                "invalid params: give exactly one of 'command', 'argv' or "
+                                "'sandbox' (a sandbox.create spec); 'sandbox' as a string names "
+                                "the sandbox a command would run in");
+                return -1;
+        }
+        return 0;
+}
+
+/* The default sandbox an exec would get, before it exists: its backend, the caller's home
+ * and account, the minimal environment. */
+static void
+check_preview(const struct check_args *a, const struct backend_identity *who,
+              struct policy_ctx *ctx, json_t **env)
+{
+        const char *backend = a->backend ? a->backend : g.config->default_backend;
+        const struct backend_ops *ops = backend_lookup(backend);
+        bool local = !strcmp(backend, "local");
+
+        *env = local ? proc_base_env(who, false) : json_object();
+        if (local)
+                ctx->home = who->home;
+        if (a->env)
+                json_object_update(*env, a->env);
+        ctx->backend = backend;
+        /* An unknown backend is judged as the host: the strictest reading. */
+        ctx->host_access = !ops || (ops->caps & BACKEND_CAP_HOST);
+        ctx->env = *env;
+        ctx->env_complete = local;
+        ctx->request_env = a->env;
+        ctx->cwd = a->cwd ? a->cwd : local ? who->home : NULL;
+        ctx->workspace = a->cwd ? a->cwd : local ? who->home : NULL;
+        ctx->protected_paths = g.protected_paths;
+        ctx->daemon_pid = (long) getpid();
+}
+
+/* The context: the named sandbox, the caller's default sandbox, or a preview of it. */
+static int
+check_ctx(struct rpc_req *req, const struct check_args *a, const struct backend_identity *who,
+          struct policy_ctx *ctx, json_t **env, struct sbx_error *err)
+{
+        uid_t uid = conn_uid(req->conn);
+        struct sandbox *sb;
+
+        if (a->spec) {
+                /* Judged as sandbox.create would judge it for this caller (but without
+                 * inspecting named volumes and containers: those are judged by the request). */
+                const char *backend =
+                        a->backend ? a->backend
+                                   : json_string_value(json_object_get(a->spec, "backend"));
+                sandbox_policy_ctx(ctx, backend ? backend : g.config->default_backend, uid,
+                                   who->home, a->spec);
+                ctx->request_env = a->env;
+                *env = NULL;
+                return 0;
+        }
+        sb = sandbox_find(uid, a->sbname ? a->sbname : "default");
+        if (a->sbname && (!sb || sb->state != SANDBOX_READY)) {
+                sbx_error_set(err, SBX_E_NO_SANDBOX, NULL,
+                              "sandbox '%s' not found or not ready (sandbox.list shows yours)",
+                              a->sbname);
+                return -1;
+        }
+        if (sb && sb->state == SANDBOX_READY &&
+            (!a->backend || !strcmp(a->backend, sb->ops->name))) {
+                proc_policy_ctx(sb, a->cwd, a->env, ctx, env);
+        } else if (a->sbname) {
+                sbx_error_param(err, "backend",
+                                "invalid params: sandbox '%s' uses backend '%s', not '%s'",
+                                a->sbname, sb->ops->name, a->backend);
+                return -1;
+        } else {
+                check_preview(a, who, ctx, env);
+        }
+        if (a->stdin_text) {
+                ctx->stdin_data = a->stdin_text;
+                ctx->stdin_len = strlen(a->stdin_text);
+        }
+        return 0;
+}
+
+static void
+check_eval(const struct check_args *a, const struct policy_ctx *ctx, struct policy_result *r)
+{
+        if (a->command) {
+                policy_eval_command(g.policy, ctx, a->command, r);
+        } else if (a->argv) {
+                size_t i, n = json_array_size(a->argv);
+                char **v = xcalloc(n + 1, sizeof(*v));
+                for (i = 0; i < n; i++)
+                        v[i] = (char *) json_string_value(json_array_get(a->argv, i));
+                policy_eval_argv(g.policy, ctx, v, r);
+                free(v);
+        } else {
+                policy_eval_sandbox(g.policy, ctx, a->spec, NULL, r);
+        }
+}
+
 /* policy.check */
 void
 method_policy_check(struct rpc_req *req)
 {
-        static const char *const keys[] = {"command", "argv", "sandbox", "backend", "cwd", NULL};
+        struct check_args a = {0};
         struct sbx_error err = {0};
-        const char *command = NULL, *backend = NULL, *cwd = NULL;
-        json_t *argv = NULL, *spec = NULL;
         struct policy_result r = {0};
         struct policy_ctx ctx = {0};
-        const struct backend_ops *ops;
+        struct backend_identity who;
+        json_t *env = NULL;
 
-        if (params_known(req->params, keys, &err) < 0 ||
-            params_str(req->params, "command", 1 << 20, &command, &err) < 0 ||
-            params_str_array(req->params, "argv", 4096, &argv, &err) < 0 ||
-            params_obj(req->params, "sandbox", &spec, &err) < 0 ||
-            params_str(req->params, "backend", 64, &backend, &err) < 0 ||
-            params_str(req->params, "cwd", 4096, &cwd, &err) < 0) {
+        if (check_parse(req->params, &a, &err) < 0) {
                 rpc_error(req, &err);
                 return;
         }
-        if (!!command + !!argv + !!spec != 1) {
-                sbx_error_param(&err, "command",
-                                "invalid params: give exactly one of 'command', 'argv' or "
-                                "'sandbox' (a sandbox.create spec)");
-                rpc_error(req, &err);
-                return;
-        }
-        if (!backend && spec)
-                backend = json_string_value(json_object_get(spec, "backend"));
-        backend = backend ? backend : g.config->default_backend;
-        if (spec) {
-                /* Judged as sandbox.create would judge it for this caller (but without
-                 * inspecting named volumes and containers: those are judged by the request). */
-                struct backend_identity who;
-                sandbox_identity(req->conn, &who);
-                sandbox_policy_ctx(&ctx, backend, conn_uid(req->conn), who.home, spec);
-                policy_eval_sandbox(g.policy, &ctx, spec, NULL, &r);
+        sandbox_identity(req->conn, &who);
+        if (check_ctx(req, &a, &who, &ctx, &env, &err) < 0) {
                 sandbox_identity_free(&who);
-                policy_check_reply(req, &r, ctx.host_access);
+                rpc_error(req, &err);
                 return;
         }
-        ctx.backend = backend;
-        ops = backend_lookup(ctx.backend);
-        /* An unknown backend is judged as the host: the strictest reading. */
-        ctx.host_access = !ops || (ops->caps & BACKEND_CAP_HOST);
-        ctx.cwd = cwd;
-        ctx.protected_paths = g.protected_paths;
-        ctx.workspace = cwd;
-        if (command) {
-                policy_eval_command(g.policy, &ctx, command, &r);
-        } else if (argv) {
-                size_t i, n = json_array_size(argv);
-                char **v = xcalloc(n + 1, sizeof(*v));
-                for (i = 0; i < n; i++)
-                        v[i] = (char *) json_string_value(json_array_get(argv, i));
-                policy_eval_argv(g.policy, &ctx, v, &r);
-                free(v);
-        }
+        check_eval(&a, &ctx, &r);
         policy_check_reply(req, &r, ctx.host_access);
+        json_decref(env);
+        sandbox_identity_free(&who);
 }
 
 /* policy.reload */

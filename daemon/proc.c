@@ -968,30 +968,50 @@ env_add(json_t *env, const char *k, const char *v)
                 json_object_set_new(env, k, json_string(v));
 }
 
+/* The minimal environment of a command run as who (new object). */
+json_t *
+proc_base_env(const struct backend_identity *who, bool pty)
+{
+        json_t *env = json_object();
+
+        env_add(env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        env_add(env, "HOME", who->home);
+        env_add(env, "USER", who->user);
+        env_add(env, "LOGNAME", who->user);
+        env_add(env, "LANG", "C.UTF-8");
+        env_add(env, "TERM", pty ? "xterm-256color" : "dumb");
+        return env;
+}
+
+/* The environment an exec in sb starts with (new object): the sandbox's shell state, or the
+ * minimal environment plus the sandbox's env; then the exec's own env (borrowed, may be NULL).
+ * The policy judges the command against exactly this. */
+json_t *
+proc_exec_env(const struct sandbox *sb, json_t *exec_env, bool pty)
+{
+        json_t *env;
+
+        if (sb->shell_env) {
+                env = json_object();
+                json_object_update(env, sb->shell_env);
+        } else {
+                env = proc_base_env(&sb->who, pty);
+                json_object_update(env, sb->env);
+        }
+        if (exec_env)
+                json_object_update(env, exec_env);
+        return env;
+}
+
 static char **
 proc_build_env(struct proc *p)
 {
-        struct sandbox *sb = p->sb;
-        json_t *env = json_object();
+        json_t *env = proc_exec_env(p->sb, p->env, p->pty);
         const char *k;
         json_t *v;
         char **envp;
         size_t i = 0;
 
-        if (sb->shell_env) {
-                json_object_update(env, sb->shell_env);
-        } else {
-                env_add(env, "PATH",
-                        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-                env_add(env, "HOME", sb->who.home);
-                env_add(env, "USER", sb->who.user);
-                env_add(env, "LOGNAME", sb->who.user);
-                env_add(env, "LANG", "C.UTF-8");
-                env_add(env, "TERM", p->pty ? "xterm-256color" : "dumb");
-                json_object_update(env, sb->env);
-        }
-        if (p->env)
-                json_object_update(env, p->env);
         envp = xcalloc(json_object_size(env) + 1, sizeof(*envp));
         json_object_foreach(env, k, v) envp[i++] = xasprintf("%s=%s", k, json_string_value(v));
         json_decref(env);
@@ -1043,12 +1063,19 @@ proc_build_argv(struct proc *p)
         return argv;
 }
 
+/* The directory a command in sb starts in: cwd if given, else the sandbox's current one. */
+static const char *
+proc_cwd_in(const struct sandbox *sb, const char *cwd)
+{
+        if (cwd)
+                return cwd;
+        return sb->cwd ? sb->cwd : sb->workdir;
+}
+
 static const char *
 proc_effective_cwd(struct proc *p)
 {
-        if (p->cwd)
-                return p->cwd;
-        return p->sb->cwd ? p->sb->cwd : p->sb->workdir;
+        return proc_cwd_in(p->sb, p->cwd);
 }
 
 /* Tells the requester which process its exec became, before any of its output (protocol §10):
@@ -1187,20 +1214,38 @@ proc_approval_cb(void *ctx, bool allowed, const char *resolution)
         proc_unref(p);
 }
 
+/* Fills ctx to judge a command in sb as an exec with this cwd (NULL: the sandbox's) and env
+ * (borrowed, may be NULL) would run; *env (new) is the environment the command starts with,
+ * for the caller to release after the evaluation. */
+void
+proc_policy_ctx(struct sandbox *sb, const char *cwd, json_t *exec_env, struct policy_ctx *ctx,
+                json_t **env)
+{
+        *env = proc_exec_env(sb, exec_env, false);
+        ctx->backend = sb->ops->name;
+        ctx->host_access = sb->host_access;
+        ctx->cwd = proc_cwd_in(sb, cwd);
+        ctx->home = sb->who.home;
+        ctx->env = *env;
+        /* on the host the exec gets exactly this environment; an image adds its own */
+        ctx->env_complete = !strcmp(sb->ops->name, "local");
+        ctx->request_env = exec_env;
+        ctx->protected_paths = g.protected_paths;
+        ctx->workspace = sb->workdir;
+        ctx->daemon_pid = (long) getpid();
+}
+
 static void
 proc_judge(struct proc *p)
 {
         struct policy_ctx pctx = {0};
-        json_t *info;
+        json_t *info, *env;
 
         p->state = PROC_POLICY;
-        pctx.backend = p->sb->ops->name;
-        pctx.host_access = p->sb->host_access;
-        pctx.cwd = proc_effective_cwd(p);
-        pctx.home = p->sb->who.home;
-        pctx.env = p->sb->shell_env ? p->sb->shell_env : p->sb->env;
-        pctx.protected_paths = g.protected_paths;
-        pctx.workspace = p->sb->workdir;
+        proc_policy_ctx(p->sb, p->cwd, p->env, &pctx, &env);
+        pctx.stdin_data = p->stdin_data.data;
+        pctx.stdin_len = p->stdin_data.len;
+        pctx.stdin_open = p->stdin_open;
         if (p->command) {
                 policy_eval_command(g.policy, &pctx, p->command, &p->pr);
         } else {
@@ -1208,6 +1253,7 @@ proc_judge(struct proc *p)
                 policy_eval_argv(g.policy, &pctx, argv, &p->pr);
                 proc_strv_free(argv);
         }
+        json_decref(env);
         p->state = PROC_APPROVAL;
         info = json_pack("{s:s,s:s,s:s}", "kind", "exec", "sandbox", p->sb->id, "backend",
                          p->sb->ops->name);
