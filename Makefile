@@ -82,7 +82,7 @@ ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC
              $(BENCH_HELPER_SRC) daemon/main.c \
              $(AGENT_SRC)
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h tests/fakes/*.c \
-             fuzz/*.c))
+             tests/oracle/*.c fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz
