@@ -62,6 +62,7 @@ class Exec:
     def status(self):
         if not self.proc.done():
             return "running"
+        self.proc.drain(2.0)
         if self.cancelled:
             return "cancelled"
         if self.timed_out:

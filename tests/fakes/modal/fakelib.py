@@ -126,6 +126,12 @@ class LocalProcess:
     def done(self):
         return self.exit_code is not None or self.exit_signal is not None
 
+    def drain(self, timeout):
+        """Waits (bounded: a background child may keep a pipe open) until the readers have
+        taken what the exited process wrote, so a terminal status comes with all its output."""
+        with self.cond:
+            self.cond.wait_for(lambda: all(self.closed.values()), timeout)
+
     def read_from(self, fd, offset, timeout):
         """Bytes of fd from offset (may be b""), and whether the stream has ended."""
         with self.cond:
