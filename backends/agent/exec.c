@@ -212,10 +212,11 @@ ax_finish(struct agent_exec *x, struct exec_exit *ex, bool forget)
 static const char *
 ax_on_started(struct agent_exec *x, const unsigned char *p, uint32_t len)
 {
-        uint64_t in_off = agent_get64(p + 4);
+        uint64_t in_off;
 
         if (len != 12 || x->phase != AX_STARTING)
                 return "unexpected STARTED";
+        in_off = agent_get64(p + 4);
         if (in_off > x->in_total || in_off < x->in_done)
                 return "STARTED: stdin offset out of range";
         buf_free(&x->start);
@@ -227,10 +228,11 @@ ax_on_started(struct agent_exec *x, const unsigned char *p, uint32_t len)
 static const char *
 ax_on_resumed(struct agent_exec *x, const unsigned char *p, uint32_t len)
 {
-        uint64_t in_off = agent_get64(p + 24);
+        uint64_t in_off;
 
         if (len != 32 || x->phase == AX_RUNNING)
                 return "unexpected RESUMED";
+        in_off = agent_get64(p + 24);
         if (x->adopted && !x->resumed_once) /* a new daemon: stdin goes on from the agent's */
                 x->in_done = x->in_sent = x->in_total = in_off;
         else if (in_off > x->in_total || in_off < x->in_done)
@@ -257,11 +259,13 @@ ax_output(struct agent_exec *x, int s, const char *data, size_t n)
 static const char *
 ax_on_output(struct agent_exec *x, int s, const unsigned char *p, uint32_t len)
 {
-        uint64_t off = agent_get64(p), skip;
-        size_t n = len - 8;
+        uint64_t off, skip;
+        size_t n;
 
         if (len < 8 || x->phase != AX_RUNNING)
                 return "output before STARTED";
+        off = agent_get64(p);
+        n = len - 8;
         if (off > x->rx[s])
                 return "output with a gap";
         skip = x->rx[s] - off; /* sent again after a lost link */
@@ -277,9 +281,12 @@ ax_on_output(struct agent_exec *x, int s, const unsigned char *p, uint32_t len)
 static const char *
 ax_on_stdin_ack(struct agent_exec *x, const unsigned char *p, uint32_t len)
 {
-        uint64_t done = agent_get64(p);
+        uint64_t done;
 
-        if (len != 8 || done > x->in_total)
+        if (len != 8)
+                return "bad STDIN_ACK";
+        done = agent_get64(p);
+        if (done > x->in_total)
                 return "bad STDIN_ACK";
         if (done > x->in_done) {
                 buf_consume(&x->in, (size_t) (done - x->in_done));
