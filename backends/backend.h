@@ -28,6 +28,7 @@
  *   caps & BACKEND_CAP_HOST   commands run on the host as the caller: the policy treats the
  *                             sandbox as host access, the host's shell and state directory
  *                             are used for `command` execs;
+ *   caps & BACKEND_CAP_EXACT_ENV  the exec's environment is the daemon's whole answer;
  *   save / adopt              the sandbox outlives the daemon (recorded in sandboxes.json);
  *   exec_adopt                its execs do too: a restarted daemon takes them back;
  *   inspect_spec              facts the policy needs before it judges a spec (docker: named
@@ -243,6 +244,9 @@ struct backend_proc_ops {
 
 enum backend_caps {
         BACKEND_CAP_HOST = 1u << 0, /* commands run on the host, as the caller */
+        /* an exec's environment is exactly the one the daemon gives it (no image adds its
+         * own): the policy may take a variable it does not set as unset */
+        BACKEND_CAP_EXACT_ENV = 1u << 1,
 };
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,

@@ -663,7 +663,7 @@ static const struct backend_proc_ops local_proc_ops = {
 
 const struct backend_ops local_backend_ops = {
         .name = "local",
-        .caps = BACKEND_CAP_HOST,
+        .caps = BACKEND_CAP_HOST | BACKEND_CAP_EXACT_ENV,
         .init = local_init,
         .probe = local_probe,
         .create = local_create,

@@ -268,7 +268,10 @@ check_preview(const struct check_args *a, const struct backend_identity *who,
 {
         const char *backend = a->backend ? a->backend : g.config->default_backend;
         const struct backend_ops *ops = backend_lookup(backend);
-        bool local = !strcmp(backend, "local");
+        /* An unknown backend is judged as the host: the strictest reading. */
+        bool host = !ops || (ops->caps & BACKEND_CAP_HOST);
+        /* a host backend's sandbox: the caller's environment, home and cwd */
+        bool local = host && ops != NULL;
 
         *env = local ? proc_base_env(who, false) : json_object();
         if (local)
@@ -276,10 +279,9 @@ check_preview(const struct check_args *a, const struct backend_identity *who,
         if (a->env)
                 json_object_update(*env, a->env);
         ctx->backend = backend;
-        /* An unknown backend is judged as the host: the strictest reading. */
-        ctx->host_access = !ops || (ops->caps & BACKEND_CAP_HOST);
+        ctx->host_access = host;
         ctx->env = *env;
-        ctx->env_complete = local;
+        ctx->env_complete = ops && (ops->caps & BACKEND_CAP_EXACT_ENV);
         ctx->request_env = a->env;
         ctx->cwd = a->cwd ? a->cwd : local ? who->home : NULL;
         ctx->workspace = a->cwd ? a->cwd : local ? who->home : NULL;
