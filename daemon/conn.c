@@ -133,6 +133,15 @@ conn_account(struct conn *c)
 }
 
 static void
+conn_acct_unref(struct conn_acct *a)
+{
+        if (--a->refs == 0) {
+                list_del(&a->node);
+                free(a);
+        }
+}
+
+static void
 conn_acct_put(struct conn *c)
 {
         struct conn_acct *a = c->acct;
@@ -142,10 +151,26 @@ conn_acct_put(struct conn *c)
         a->bytes -= c->held;
         c->held = 0;
         c->acct = NULL;
-        if (--a->refs == 0) {
-                list_del(&a->node);
-                free(a);
-        }
+        conn_acct_unref(a);
+}
+
+struct conn_acct *
+conn_charge(struct conn *c, size_t n)
+{
+        struct conn_acct *a = c->acct;
+
+        if (!a || a->bytes + n > conn_input_max)
+                return NULL;
+        a->bytes += n;
+        a->refs++;
+        return a;
+}
+
+void
+conn_uncharge(struct conn_acct *a, size_t n)
+{
+        a->bytes -= n;
+        conn_acct_unref(a);
 }
 
 /* Input bytes held for uid's connections (every uid's for (uid_t) -1). */

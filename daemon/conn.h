@@ -100,6 +100,13 @@ void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pen
                      size_t input_per_uid);
 /* Input bytes held in the read buffers of uid's connections ((uid_t) -1: everyone's). */
 size_t conn_input_bytes(uid_t uid);
+/* Input the daemon keeps for c's uid beyond the read buffers (process.write data waiting for
+ * its exec to start) counts in the same budget: conn_charge takes n bytes of it, or returns
+ * NULL when that would pass max_input_bytes_per_uid; the budget outlives c until
+ * conn_uncharge gives the bytes back. */
+struct conn_acct;
+struct conn_acct *conn_charge(struct conn *c, size_t n);
+void conn_uncharge(struct conn_acct *a, size_t n);
 /* Number of open connections (of one uid). */
 unsigned conn_count(void);
 unsigned conn_count_uid(uid_t uid);

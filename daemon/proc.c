@@ -94,6 +94,7 @@ struct proc_parked {
         struct list node;
         struct rpc_req *req;
         struct buf data;
+        struct conn_acct *acct; /* data is charged to the writer's input budget */
         bool eof;
 };
 
@@ -1895,21 +1896,34 @@ proc_write_now(struct proc *p, struct rpc_req *req, struct buf *data, bool eof)
 static void
 proc_park_write(struct proc *p, struct rpc_req *req, struct buf *data, bool eof)
 {
+        struct sbx_error err = {0};
+        struct conn_acct *acct = NULL;
         struct proc_parked *w;
 
-        if (list_count(&p->parked) >= PROC_MAX_PARKED) {
-                struct sbx_error err = {0};
-                buf_free(data);
+        if (list_count(&p->parked) >= PROC_MAX_PARKED)
                 sbx_error_limit(&err, "parked_writes", PROC_MAX_PARKED,
                                 "limit reached: %d process.write requests already wait for '%s' "
                                 "to start; wait for their answers before sending more",
                                 PROC_MAX_PARKED, p->id);
+        else if (!(acct = conn_charge(req->conn, data->len)))
+                sbx_error_limit(&err, "max_input_bytes_per_uid",
+                                (long long) g.config->max_input_bytes_per_uid,
+                                "limit reached: this uid's process.write data waiting for execs "
+                                "to start (and unfinished messages) would pass "
+                                "max_input_bytes_per_uid; wait for the answers of earlier "
+                                "writes before sending more");
+        if (!acct) {
+                buf_free(data);
                 rpc_error(req, &err);
                 return;
         }
+        /* the decoded copy is what waits; the request's own text goes now */
+        json_object_del(req->params, "data");
+        json_object_del(req->params, "data_base64");
         w = xcalloc(1, sizeof(*w));
         w->req = req;
         w->data = *data;
+        w->acct = acct;
         w->eof = eof;
         list_add_tail(&p->parked, &w->node);
 }
@@ -1921,6 +1935,7 @@ proc_flush_parked(struct proc *p)
         while (!list_empty(&p->parked)) {
                 struct proc_parked *w = LIST_ENTRY(p->parked.next, struct proc_parked, node);
                 list_del(&w->node);
+                conn_uncharge(w->acct, w->data.len);
                 proc_write_now(p, w->req, &w->data, w->eof);
                 free(w);
         }
