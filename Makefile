@@ -105,7 +105,8 @@ $(SANDBOXD): $(B)/daemon/main.o $(LIBA)
 $(SANDBOXCTL): $(CLIENT_OBJ) $(LIBA)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protocol/sha256.h
+$(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protocol/sha256.h \
+		backends/shell_init.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(AGENT_SRC)
 
@@ -191,21 +192,32 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# libFuzzer targets, each run for FUZZ_SECONDS: the policy parser (build/fuzz/fuzz_policy) and
-# the container checks with the HTTP helpers (build/fuzz/fuzz_container).
+# libFuzzer targets: the policy parser (build/fuzz/fuzz_policy) and the container checks with
+# the HTTP helpers (build/fuzz/fuzz_container), each run for FUZZ_SECONDS, and the shell-state
+# parser (build/fuzz/fuzz_shell) for FUZZ_SHELL_SECONDS.
 FUZZ_SECONDS ?= 60
+FUZZ_SHELL_SECONDS ?= 20
 FUZZ_CC      ?= clang
 FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c protocol/codec.c \
                 protocol/sha256.c
 FUZZ_FLAGS   := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 FUZZ_RUN     := -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048
-fuzz: build/fuzz/fuzz_policy build/fuzz/fuzz_container
-	@mkdir -p build/fuzz/corpus build/fuzz/corpus_container
+FUZZ_SHELL_SRC := backends/shell_state.c protocol/util.c
+fuzz: build/fuzz/fuzz_policy build/fuzz/fuzz_container build/fuzz/fuzz_shell
+	@mkdir -p build/fuzz/corpus build/fuzz/corpus_container build/fuzz/corpus_shell
 	cp -n fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
 	cp -n fuzz/corpus_container/* build/fuzz/corpus_container/ 2>/dev/null || true
+	cp -n fuzz/corpus_shell/* build/fuzz/corpus_shell/ 2>/dev/null || true
 	build/fuzz/fuzz_policy $(FUZZ_RUN) -max_len=4096 build/fuzz/corpus
 	build/fuzz/fuzz_container $(FUZZ_RUN) -max_len=4096 -dict=fuzz/container.dict \
 		build/fuzz/corpus_container
+	build/fuzz/fuzz_shell -max_total_time=$(FUZZ_SHELL_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-max_len=8192 build/fuzz/corpus_shell
+
+build/fuzz/fuzz_shell: fuzz/fuzz_shell.c $(FUZZ_SHELL_SRC) backends/shell.h backends/shell_init.h
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell $(PKG_CONFIG) --cflags jansson) -o $@ fuzz/fuzz_shell.c \
+		$(FUZZ_SHELL_SRC) $(shell $(PKG_CONFIG) --libs jansson)
 
 build/fuzz/fuzz_policy: fuzz/fuzz_policy.c $(FUZZ_SRC) $(wildcard policy/*.h)
 	@mkdir -p build/fuzz

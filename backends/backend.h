@@ -138,6 +138,9 @@ enum backend_stream {
 struct exec_spec {
         const char *exec_id; /* "p_…" */
         char *const *argv;   /* NULL-terminated; for command execs see shell_* below */
+        const char *path;    /* the program when it is not argv[0] (the local backend's
+                              * configured shell, argv[0] then its name); NULL otherwise, and
+                              * always for backends that run argv[0] by PATH in a sandbox */
         char *const *envp;   /* NULL-terminated "K=V", complete (no inheritance) */
         const char *cwd;     /* absolute, may be NULL: sandbox workdir */
         bool pty;
@@ -147,8 +150,10 @@ struct exec_spec {
         size_t stdin_len;
         bool merge_stderr; /* stderr goes to the stdout stream */
         /* Shell-state capture: when non-NULL the exec is `command` run through the shell
-         * wrapper (backends/shell.h); the backend makes state_path writable for the child and
-         * hands the file's content back in exec_exit.state. */
+         * wrapper (backends/shell.h); the backend makes state_path's directory writable for the
+         * child, and after the exit hands back the file's content in exec_exit.state (at most
+         * SHELL_STATE_MAX bytes, else state_too_big) and removes the file. Remote backends
+         * also provide bash's start-up file beside it (shell_bash_init_path). */
         const char *state_path;
         const struct backend_identity *who;
 };
@@ -160,6 +165,7 @@ struct exec_exit {
         bool oom_killed;   /* the kernel killed it for memory */
         const char *state; /* shell state captured by the wrapper, borrowed, may be NULL */
         size_t state_len;
+        bool state_too_big; /* the wrapper wrote more than SHELL_STATE_MAX bytes: not read */
         /* Set when the exec could not be started after exec_start returned 0 (the container
          * vanished, the backend connection failed, …): the process never ran, no output was
          * delivered and the other fields are meaningless. Borrowed, NULL normally. */

@@ -21,6 +21,8 @@
 #include "backends/docker_int.h"
 #include "backends/http1.h"
 #include "backends/remote_sh.h"
+#include "backends/shell.h"
+#include "protocol/codec.h"
 
 #define DX_HELPER_MAX_OUT (64u << 20)
 #define DX_HS_MAX         (64u << 10)
@@ -46,7 +48,9 @@ struct dx_proc {
         char *deid; /* docker exec id */
         char *pidfile;
         char *state_path;
+        char *cwd; /* where the wrapper cds ("": the image's WorkingDir) */
         bool tty, attach_stdin, merge_stderr, helper;
+        bool got_output; /* a user exec delivered output */
         unsigned short rows, cols;
         struct docker_hijack hj;
         uv_timer_t timer;
@@ -68,12 +72,20 @@ struct dx_proc {
         struct buf hout;
 };
 
-/* $0 = pid file; the exec becomes its own command through `exec`, keeping the pid. */
-static const char dx_wrap[] = "{ echo $$ >\"$0\"; } 2>/dev/null || { mkdir -p \"${0%/*}\" && "
-                              "echo $$ >\"$0\"; } 2>/dev/null; exec \"$@\"";
+/* $0 = pid file, $1 = the directory to run in ("": the image's), $2 = where bash's start-up
+ * file must be (shell-state execs, shell_init.h; "": none). The exec becomes its own command
+ * through `exec`, keeping the pid. A directory that is not there is not docker's WorkingDir,
+ * whose failure would come back as output: the pid file then says "cwd" and the exit is 126,
+ * with nothing on the streams (dx_finish turns that into a cwd error). */
+static const char dx_wrap[] =
+        "{ echo $$ >\"$0\"; } 2>/dev/null || { mkdir -p \"${0%/*}\" && echo $$ >\"$0\"; } "
+        "2>/dev/null; [ -z \"$1\" ] || cd -P -- \"$1\" 2>/dev/null || { echo cwd >\"$0\"; "
+        "exit 126; }; [ -z \"$2\" ] || [ -f \"$2\" ] || printf %s '" SHELL_BASH_INIT "' >\"$2\" "
+        "2>/dev/null; shift 2; exec \"$@\"";
 
-/* $0 = state file ("" none), then files to remove. First line: the cgroup's oom_kill count
- * (memory.events on v2, memory.oom_control on v1), then the state blob. */
+/* $0 = state file ("" none), $1 = the exec's pid file, then files to remove. First line: the
+ * cgroup's oom_kill count (memory.events on v2, memory.oom_control on v1), second: the pid
+ * file (a pid, or "cwd" from dx_wrap), then the state blob. */
 static const char dx_finish_script[] =
         "o=0\n"
         "for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do\n"
@@ -81,6 +93,7 @@ static const char dx_finish_script[] =
         "  while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done <\"$f\"; break\n"
         "done\n"
         "echo \"$o\"\n"
+        "w=; read -r w <\"$1\" 2>/dev/null; echo \"$w\"\n"
         "[ -n \"$0\" ] && cat \"$0\" 2>/dev/null\n"
         "rm -f \"$@\" \"$0\"\n";
 
@@ -104,6 +117,7 @@ dx_unref(struct dx_proc *p)
         free(p->deid);
         free(p->pidfile);
         free(p->state_path);
+        free(p->cwd);
         free(p->fail_msg);
         sbx_error_clear(&p->fail_err);
         buf_free(&p->hj.hs);
@@ -160,6 +174,7 @@ dx_output(struct dx_proc *p, int stream, const char *data, size_t len)
                         buf_append(&p->hout, data, len);
                 return;
         }
+        p->got_output = true;
         p->cbs.on_output(p->ctx, s, data, len);
 }
 
@@ -277,13 +292,25 @@ dx_created_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
         dx_unref(p);
 }
 
+/* The Engine API takes JSON strings: bytes that are not UTF-8 (an environment value, an
+ * argument) reach the container as U+FFFD, as they would through the docker CLI. The agent
+ * passes them exactly. */
 static json_t *
 dx_strv(char *const *v)
 {
         json_t *a = json_array();
 
-        for (; v && *v; v++)
-                json_array_append_new(a, json_string(*v));
+        for (; v && *v; v++) {
+                struct buf b = {0};
+                size_t n = strlen(*v);
+                if (utf8_valid(*v, n)) {
+                        json_array_append_new(a, json_stringn(*v, n));
+                        continue;
+                }
+                utf8_sanitize(&b, *v, n);
+                json_array_append_new(a, json_stringn(b.data, b.len));
+                buf_free(&b);
+        }
         return a;
 }
 
@@ -299,10 +326,17 @@ dx_create_body(struct dx_proc *p, const struct exec_spec *spec)
                                      ? xasprintf("stty rows %u cols %u 2>/dev/null; %s", p->rows,
                                                  p->cols, dx_wrap)
                                      : xstrdup(dx_wrap);
+                const char *cwd = spec->cwd ? spec->cwd : p->sb->workdir ? p->sb->workdir : "";
                 json_array_append_new(cmd, json_string("sh"));
                 json_array_append_new(cmd, json_string("-c"));
                 json_array_append_new(cmd, json_string(wrap));
                 json_array_append_new(cmd, json_string(p->pidfile));
+                json_array_append_new(cmd, json_string(cwd));
+                char *init = p->state_path ? shell_bash_init_path(p->state_path) : xstrdup("");
+                json_array_append_new(cmd, json_string(init));
+                free(init);
+                free(p->cwd);
+                p->cwd = xstrdup(cwd);
                 free(wrap);
         }
         json_t *args = dx_strv(spec->argv);
@@ -312,14 +346,10 @@ dx_create_body(struct dx_proc *p, const struct exec_spec *spec)
                          "AttachStderr", 1, "Tty", p->tty, "Cmd", cmd);
         if (spec->envp)
                 json_object_set_new(body, "Env", dx_strv(spec->envp));
-        if (p->helper)
+        if (p->helper) {
                 json_object_set_new(body, "WorkingDir", json_string("/"));
-        else if (spec->cwd)
-                json_object_set_new(body, "WorkingDir", json_string(spec->cwd));
-        else if (p->sb->workdir)
-                json_object_set_new(body, "WorkingDir", json_string(p->sb->workdir));
-        if (p->helper)
                 json_object_set_new(body, "User", json_string("0"));
+        }
         return body;
 }
 
@@ -496,16 +526,21 @@ dx_finish_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_
 {
         struct dx_proc *p = ctx;
         const char *nl = out ? memchr(out, '\n', len) : NULL;
+        const char *nl2 = nl ? memchr(nl + 1, '\n', len - (size_t) (nl + 1 - out)) : NULL;
 
-        if (!err && nl) {
+        if (!err && nl2) {
                 uint64_t oom = strtoull(out, NULL, 10);
                 if (oom > p->sb->oom_seen) {
                         if (p->ex.exit_code == 137)
                                 p->ex.oom_killed = true;
                         p->sb->oom_seen = oom;
                 }
-                if (p->state_path && (size_t) (nl + 1 - out) < len)
-                        buf_append(&p->state, nl + 1, len - (size_t) (nl + 1 - out));
+                if (p->ex.exit_code == 126 && !p->got_output && nl2 - nl == 4 &&
+                    !memcmp(nl + 1, "cwd", 3))
+                        sbx_error_param(&p->fail_err, "cwd", "cwd '%s' in the container: %s",
+                                        p->cwd, strerror(ENOENT));
+                if (p->state_path && (size_t) (nl2 + 1 - out) < len)
+                        buf_append(&p->state, nl2 + 1, len - (size_t) (nl2 + 1 - out));
         }
         dx_decode_exit(p, p->ex.exit_code);
         dx_deliver_exit(p);
@@ -517,7 +552,8 @@ static void
 dx_finish(struct dx_proc *p)
 {
         struct backend_sandbox *sb = p->sb;
-        bool need = p->state_path || p->ex.exit_code == 137 || sb->ndead >= 32;
+        bool need = p->state_path || p->ex.exit_code == 137 || sb->ndead >= 32 ||
+                    (p->ex.exit_code == 126 && !p->got_output);
         char **argv;
         size_t n = 0;
 

@@ -16,12 +16,12 @@
 #include "backends/backend.h"
 #include "backends/cgroup.h"
 #include "backends/local_int.h"
+#include "backends/shell_init.h"
 #include "backends/spawn.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
 
 #define LOCAL_READ_BUF     (256 * 1024)
-#define LOCAL_STATE_MAX    (1u << 20)
 #define LOCAL_KILL_POLL_MS 20
 
 struct backend_sandbox {
@@ -327,8 +327,9 @@ local_open_pipe(struct local_proc *p, struct local_pipe *lp, int fd, int stream)
         return 0;
 }
 
+/* Reads the state file the wrapper left into ex (data new, NUL-terminated) and removes it. */
 static char *
-local_read_state(struct local_proc *p, size_t *len)
+local_read_state(struct local_proc *p, struct exec_exit *ex)
 {
         int fd = open(p->state_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         struct stat st;
@@ -336,21 +337,29 @@ local_read_state(struct local_proc *p, size_t *len)
 
         if (fd < 0)
                 return NULL;
-        /* The file is written by the caller's process: trust it only if it is a small regular
-         * file of theirs (not a link to something the daemon could read as root). */
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == p->owner &&
-            st.st_nlink == 1 && st.st_size > 0 && st.st_size <= (off_t) LOCAL_STATE_MAX) {
+        /* The file is written by the caller's process: trust it only if it is a regular file
+         * of theirs (not a link to something the daemon could read as root). */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != p->owner ||
+            st.st_nlink != 1) {
+                close(fd);
+                unlink(p->state_path);
+                return NULL;
+        }
+        unlink(p->state_path);
+        if (st.st_size > (off_t) SHELL_STATE_MAX) {
+                ex->state_too_big = true;
+        } else {
                 data = xmalloc((size_t) st.st_size + 1);
                 if (read(fd, data, (size_t) st.st_size) != st.st_size) {
                         free(data);
                         data = NULL;
                 } else {
                         data[st.st_size] = '\0';
-                        *len = (size_t) st.st_size;
+                        ex->state = data;
+                        ex->state_len = (size_t) st.st_size;
                 }
         }
         close(fd);
-        unlink(p->state_path);
         return data;
 }
 
@@ -372,10 +381,8 @@ local_finish(struct local_proc *p)
         /* Any OOM kill in the sandbox's cgroup while this exec ran: a pipeline's victim need
          * not be the exec's main process (the shell then exits 137 on its own). */
         ex.oom_killed = p->bsb->cg && cgroup_oom_kills(p->bsb->cg) > p->oom_before;
-        if (p->state_path) {
-                state = local_read_state(p, &ex.state_len);
-                ex.state = state;
-        }
+        if (p->state_path)
+                state = local_read_state(p, &ex);
         p->cbs->on_exit(p->ctx, &ex);
         free(state);
 }
@@ -458,6 +465,7 @@ local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
         struct local_proc *p;
         int r;
 
+        o.path = spec->path;
         o.argv = spec->argv;
         o.envp = spec->envp;
         o.cwd = spec->cwd ? spec->cwd : b->workdir;

@@ -1,39 +1,186 @@
-/* shell.c — shell wrapper for persistent cwd/exports, and its state parser. */
+/* shell.c — the shell-state wrapper: how a `command` exec is started (state parser:
+ * shell_state.c). */
 #include "backends/shell.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "protocol/util.h"
 
-/* $1 = state file ("" for none), $2 = the command. The trap keeps the command's exit status:
- * a trap without `exit` does not change it. State goes to a temp name first so a reader never
- * sees half a file. */
-static const char shell_script[] =
-        "__sbx_state=$1; __sbx_cmd=$2; shift 2\n"
-        "if [ -n \"$__sbx_state\" ]; then\n"
-        "  trap '{ pwd -P; printf \"\\\\000\"; env -0; } >\"$__sbx_state.tmp\" 2>/dev/null &&"
-        " mv -f \"$__sbx_state.tmp\" \"$__sbx_state\" 2>/dev/null' EXIT\n"
-        "fi\n"
-        "eval \"$__sbx_cmd\"\n";
+/* The EXIT trap, run by the shell itself at its end: builtins only, one file written, the
+ * command's exit status untouched (a trap without `exit` keeps it). xtrace and errexit the
+ * command may have set are switched off first (every expansion has a default, so nounset does
+ * not matter) and stderr goes nowhere from the start, so not even `set +x` is traced and a
+ * file that cannot be written says nothing; `command` skips functions the
+ * command defined under the same names. Both `pwd -P` and $PWD are written: when the working
+ * directory was removed, pwd -P has nothing to say and the daemon goes by $PWD. %s is the
+ * state file, single-quoted. */
+static const char shell_trap_fmt[] =
+        "{ set +x; set +e; umask 077; { printf 'sandboxd-state 2\\0%%s\\0' \"${__sbx_k:-sh}\"; "
+        "command pwd -P; printf '\\0%%s\\0' \"${PWD-}\"; command export -p; printf '\\0'; "
+        "[ -z \"${BASH_VERSION-}\" ] || builtin declare -fx; printf '\\0end\\0'; } >|%s; "
+        "} 2>/dev/null";
 
-static const char *const shell_skip_vars[] = {"PWD", "OLDPWD",    "SHLVL",
-                                              "_",   "__sbx_cmd", "__sbx_state"};
+/* The first line of a command for shells other than bash: sets the trap, on the same line
+ * as the command so that its line numbers stay the caller's. */
+static const char shell_prefix[] = "trap -- \"$SANDBOXD_TRAP\" EXIT;unset SANDBOXD_TRAP;";
 
-/* Builds the wrapper argv. */
-char **
-shell_wrap(const char *shell, const char *command, const char *state_path)
+/* A container whose shell is not known yet: bash when it has one, else sh. $1 is the command
+ * for bash (which reads BASH_ENV), $2 the command with the prefix for sh. */
+static const char shell_pick[] = "command -v bash >/dev/null 2>&1 && exec bash -c \"$1\"\n"
+                                 "unset BASH_ENV; [ -z \"${SANDBOXD_BASH_ENV+x}\" ] || export "
+                                 "BASH_ENV=\"$SANDBOXD_BASH_ENV\"; unset SANDBOXD_BASH_ENV\n"
+                                 "exec sh -c \"$2\"\n";
+
+/* The same without the start-up file: a background exec, or a bash in POSIX mode. */
+static const char shell_pick_plain[] =
+        "command -v bash >/dev/null 2>&1 && exec bash -c \"$1\"; exec sh -c \"$1\"";
+
+/* Single-quotes s for sh (new). */
+static char *
+shell_quote(const char *s)
 {
-        char **argv = xcalloc(7, sizeof(*argv));
+        struct buf b = {0};
 
-        argv[0] = xstrdup(shell);
-        argv[1] = xstrdup("-c");
-        argv[2] = xstrdup(shell_script);
-        argv[3] = xstrdup("sandboxd");
-        argv[4] = xstrdup(state_path ? state_path : "");
-        argv[5] = xstrdup(command);
+        buf_append(&b, "'", 1);
+        for (; *s; s++) {
+                if (*s == '\'')
+                        buf_append(&b, "'\\''", 4);
+                else
+                        buf_append(&b, s, 1);
+        }
+        buf_append(&b, "'", 2); /* and the NUL */
+        return b.data;
+}
+
+static void
+shell_env_set(json_t *env, const char *k, const char *v)
+{
+        json_object_set_new(env, k, json_string_nocheck(v));
+}
+
+/* bash in POSIX mode (POSIXLY_CORRECT, SHELLOPTS=…posix…) reads no BASH_ENV. */
+static bool
+shell_posix_mode(json_t *env)
+{
+        const char *opts = json_string_value(json_object_get(env, "SHELLOPTS"));
+
+        return json_object_get(env, "POSIXLY_CORRECT") || (opts && strstr(opts, "posix"));
+}
+
+/* The start-up file goes in BASH_ENV; a BASH_ENV of the caller's waits in SANDBOXD_BASH_ENV. */
+static void
+shell_env_bash(json_t *env, const char *init)
+{
+        json_t *own = json_object_get(env, "BASH_ENV");
+
+        if (own)
+                json_object_set(env, "SANDBOXD_BASH_ENV", own);
+        else
+                json_object_del(env, "SANDBOXD_BASH_ENV");
+        shell_env_set(env, "BASH_ENV", init);
+}
+
+static char **
+shell_argv(const char *a0, const char *a1, const char *a2, const char *a3, const char *a4,
+           const char *a5)
+{
+        const char *v[] = {a0, a1, a2, a3, a4, a5};
+        char **argv = xcalloc(ARRAY_SIZE(v) + 1, sizeof(*argv));
+
+        for (size_t i = 0; i < ARRAY_SIZE(v) && v[i]; i++)
+                argv[i] = xstrdup(v[i]);
         return argv;
+}
+
+/* Builds the argv of one command exec. */
+char **
+shell_wrap(const struct shell_exec *x, json_t *env)
+{
+        enum shell_kind kind = x->kind;
+        const char *name = x->name ? x->name : kind == SHELL_BASH ? "bash" : "sh";
+        char *quoted, *trap, *prefixed;
+        char **argv;
+
+        if (!x->state_path)
+                return kind == SHELL_PICK ? shell_argv("/bin/sh", "-c", shell_pick_plain, "sh",
+                                                       x->command, NULL)
+                                          : shell_argv(name, "-c", x->command, NULL, NULL, NULL);
+        quoted = shell_quote(x->state_path);
+        trap = xasprintf(shell_trap_fmt, quoted);
+        shell_env_set(env, "SANDBOXD_TRAP", trap);
+        prefixed = xasprintf("%s%s", shell_prefix, x->command);
+        if (kind != SHELL_SH && shell_posix_mode(env))
+                argv = kind == SHELL_PICK
+                               ? shell_argv("/bin/sh", "-c", shell_pick_plain, "sh", prefixed, NULL)
+                               : shell_argv(name, "-c", prefixed, NULL, NULL, NULL);
+        else if (kind == SHELL_SH)
+                argv = shell_argv(name, "-c", prefixed, NULL, NULL, NULL);
+        else if (kind == SHELL_BASH)
+                argv = shell_argv(name, "-c", x->command, NULL, NULL, NULL);
+        else
+                argv = shell_argv("/bin/sh", "-c", shell_pick, "sh", x->command, prefixed);
+        if (kind != SHELL_SH && !shell_posix_mode(env))
+                shell_env_bash(env, x->bash_init);
+        free(quoted);
+        free(trap);
+        free(prefixed);
+        return argv;
+}
+
+/* Builtins and keywords that can set a variable, export, unset, or change the directory (of
+ * bash, dash and busybox ash); words with other characters are not plain anyway. */
+static const char *const shell_stateful_words[] = {
+        ".",      "source",   "cd",        "pushd",   "popd",    "declare", "typeset", "local",
+        "export", "readonly", "unset",     "eval",    "builtin", "command", "enable",  "let",
+        "read",   "printf",   "readarray", "mapfile", "getopts", "coproc",  "time",    "function",
+        "select", "if",       "case",      "for",     "while",   "until",
+};
+
+static bool
+shell_plain_byte(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c && strchr("_./:@%+,=- ", c));
+}
+
+/* The shells whose builtins shell_stateful_words covers. */
+static bool
+shell_known(const struct shell_exec *x)
+{
+        static const char *const names[] = {"bash", "sh", "dash", "ash"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                if (!strcmp(x->name ? x->name : "sh", names[i]))
+                        return true;
+        return false;
+}
+
+/* Whether the command cannot change the state. */
+bool
+shell_stateless(const struct shell_exec *x, json_t *env)
+{
+        const char *c = x->command, *w;
+        size_t n;
+        char *fn;
+        bool exported;
+
+        if (x->kind == SHELL_PICK || !shell_known(x) || json_object_get(env, "BASH_ENV"))
+                return false;
+        for (const char *p = c; *p; p++)
+                if (!shell_plain_byte(*p))
+                        return false;
+        w = c + strspn(c, " ");
+        n = strcspn(w, " ");
+        if (!n || memchr(w, '=', n))
+                return false;
+        for (size_t i = 0; i < ARRAY_SIZE(shell_stateful_words); i++)
+                if (strlen(shell_stateful_words[i]) == n && !memcmp(w, shell_stateful_words[i], n))
+                        return false;
+        fn = xasprintf("BASH_FUNC_%.*s%%%%", (int) n, w);
+        exported = json_object_get(env, fn) != NULL;
+        free(fn);
+        return !exported;
 }
 
 /* Frees a wrapper argv. */
@@ -47,42 +194,28 @@ shell_argv_free(char **argv)
         free(argv);
 }
 
-static int
-shell_skip(const char *name, size_t len)
+/* The last path component. */
+const char *
+shell_basename(const char *path)
 {
-        for (size_t i = 0; i < ARRAY_SIZE(shell_skip_vars); i++)
-                if (strlen(shell_skip_vars[i]) == len && !memcmp(shell_skip_vars[i], name, len))
-                        return 1;
-        return 0;
+        const char *slash = strrchr(path, '/');
+
+        return slash ? slash + 1 : path;
 }
 
-/* Parses "cwd\n\0K=V\0K=V\0". */
-int
-shell_state_parse(const char *blob, size_t len, char **cwd, json_t **env)
+/* bash's start-up file beside the state file (new). */
+char *
+shell_bash_init_path(const char *state_path)
 {
-        const char *nul = memchr(blob, '\0', len);
-        const char *p, *end = blob + len;
-        json_t *e;
+        const char *slash = strrchr(state_path, '/');
+        int dlen = slash ? (int) (slash - state_path) : 1;
 
-        if (!nul || nul == blob || nul[-1] != '\n' || blob[0] != '/')
-                return -EINVAL;
-        e = json_object();
-        for (p = nul + 1; p < end;) {
-                const char *z = memchr(p, '\0', (size_t) (end - p));
-                const char *eq;
-                size_t n = z ? (size_t) (z - p) : (size_t) (end - p);
+        return xasprintf("%.*s/" SHELL_BASH_INIT_NAME, dlen, slash ? state_path : ".");
+}
 
-                eq = memchr(p, '=', n);
-                if (eq && eq != p && !shell_skip(p, (size_t) (eq - p))) {
-                        char *k = xstrndup(p, (size_t) (eq - p));
-                        json_t *v = json_stringn(eq + 1, n - (size_t) (eq - p) - 1);
-                        if (v)
-                                json_object_set_new(e, k, v);
-                        free(k);
-                }
-                p += n + 1;
-        }
-        *cwd = xstrndup(blob, (size_t) (nul - blob) - 1);
-        *env = e;
-        return 0;
+/* bash reads BASH_ENV only when it is not called sh (as sh it is in POSIX mode). */
+enum shell_kind
+shell_kind_of(const char *path)
+{
+        return strcmp(shell_basename(path), "bash") == 0 ? SHELL_BASH : SHELL_SH;
 }

@@ -563,7 +563,7 @@ spawn_exec_is_client_error(int e)
 static void
 spawn_exec_error(const struct spawn_plan *p, const struct spawn_report *r, struct sbx_error *err)
 {
-        const char *prog = p->o->argv[0];
+        const char *prog = p->o->path ? p->o->path : p->o->argv[0];
 
         if (r->err == ENOENT && p->path)
                 sbx_error_param(err, "argv", "cannot execute '%s': not found in PATH (%s)", prog,
@@ -745,6 +745,7 @@ spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx_err
 {
         struct spawn_fds f = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, -1, -1, -1};
         struct spawn_plan p = {.o = o, .tty = -1, .fd_in = -1, .fd_out = -1, .fd_err = -1};
+        const char *prog;
         bool search;
         int rc;
 
@@ -753,11 +754,12 @@ spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx_err
         if ((rc = spawn_validate(o, err)) < 0 ||
             (rc = spawn_check_identity(o->who, &p.set_identity, err)) < 0)
                 return rc;
-        search = !strchr(o->argv[0], '/');
+        prog = o->path ? o->path : o->argv[0];
+        search = !strchr(prog, '/');
         p.path = search ? spawn_env_path(o->envp) : NULL;
         if (search && !p.path)
                 p.path = SPAWN_DEFAULT_PATH;
-        p.cands = spawn_candidates(o->argv[0], p.path);
+        p.cands = spawn_candidates(prog, p.path);
         rc = spawn_open_fds(o, &f, &p);
         if (rc < 0)
                 sbx_error_backend(err, SPAWN_BACKEND, "spawn: open fds: %s", strerror(-rc));

@@ -28,9 +28,11 @@ struct spawn_limits {
 };
 
 struct spawn_opts {
-        char *const *argv; /* argv[0] is looked up in envp's PATH when it has no '/' */
-        char *const *envp; /* complete environment */
-        const char *cwd;   /* NULL: leave as is (the daemon's cwd is "/") */
+        const char *path; /* the program; NULL: argv[0], looked up in envp's PATH when it has
+                           * no '/' (a shell runs as path with argv[0] its plain name) */
+        char *const *argv;
+        char *const *envp;                  /* complete environment */
+        const char *cwd;                    /* NULL: leave as is (the daemon's cwd is "/") */
         const struct backend_identity *who; /* NULL: keep the daemon's identity */
         bool pty;                  /* stdin, stdout and stderr all on the terminal (also without
                                     * stdin_pipe), which is the child's controlling tty */

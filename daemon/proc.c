@@ -18,6 +18,7 @@
 #include "daemon/methods.h"
 #include "daemon/records.h"
 #include "daemon/sandbox.h"
+#include "daemon/shellstate.h"
 #include "daemon/spool.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
@@ -131,6 +132,9 @@ struct proc {
         struct policy_result pr;
         const char *resolution;
         char *state_path;
+        json_t *shell_base; /* command execs with state: the env it started from, before env */
+        char *cwd_lost;     /* the removed cwd it was to start in (shellstate_cwd_gone) */
+        bool cwd_noted;     /* and the caller was told where it runs instead */
         struct list subs;
         struct list waiters;
         struct list parked; /* struct proc_parked, until it starts or fails */
@@ -156,7 +160,6 @@ static struct list proc_all = {&proc_all, &proc_all};
 static struct list proc_live_list = {&proc_live_list, &proc_live_list};
 static uv_timer_t proc_gc_timer;
 static char *proc_spool_dir;
-static const char *proc_shell;
 
 static const char *const exec_keys[] = {"sandbox",
                                         "command",
@@ -230,6 +233,8 @@ proc_unref(struct proc *p)
         free(p->tag);
         free(p->cwd);
         free(p->state_path);
+        json_decref(p->shell_base);
+        free(p->cwd_lost);
         free(p);
 }
 
@@ -475,6 +480,7 @@ proc_stream_chunk(struct proc *p, int stream, const char *data, size_t len, uint
 }
 
 static void proc_wake_readers(struct proc *p);
+static void proc_cwd_note(struct proc *p);
 
 static void
 proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t len)
@@ -484,6 +490,7 @@ proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t l
 
         if (!len)
                 return;
+        proc_cwd_note(p);
         s->total += len;
         spool_write(s->spool, data, len);
         if (!p->background)
@@ -491,6 +498,20 @@ proc_output_cb(void *ctx, enum backend_stream stream, const char *data, size_t l
         if (p->stream)
                 proc_stream_chunk(p, stream, data, len, s->total - len, false);
         proc_wake_readers(p);
+}
+
+/* Once it runs (output or exit), says where an exec runs whose inherited cwd was removed. */
+static void
+proc_cwd_note(struct proc *p)
+{
+        char *note;
+
+        if (!p->cwd_lost || p->cwd_noted)
+                return;
+        p->cwd_noted = true;
+        note = shellstate_cwd_note(p->sb, p->cwd_lost);
+        proc_output_cb(p, BACKEND_STDERR, note, strlen(note));
+        free(note);
 }
 
 /* ---- results ---- */
@@ -710,33 +731,15 @@ proc_wake_readers(struct proc *p)
 static void
 proc_apply_shell_state(struct proc *p, const struct exec_exit *ex)
 {
-        char *cwd = NULL;
-        json_t *env = NULL;
-        struct sandbox *sb = p->sb;
+        char *note = shellstate_apply(p->sb, ex, p->shell_base, p->env, !p->cwd);
 
-        if (!ex->state || shell_state_parse(ex->state, ex->state_len, &cwd, &env) < 0)
-                return;
-        if (!p->cwd) {
-                free(sb->cwd);
-                sb->cwd = cwd;
-                cwd = NULL;
+        if (note) {
+                log_info("exec %s: %s", p->id, note + strlen("sandboxd: "));
+                proc_output_cb(p, BACKEND_STDERR, note, strlen(note));
+                free(note);
         }
-        if (p->env) {
-                /* An exec's own env holds for that exec only: restore what it overrode. */
-                const char *k;
-                json_t *v, *prev = sb->shell_env ? sb->shell_env : sb->env;
-                json_object_foreach(p->env, k, v)
-                {
-                        json_t *old = json_object_get(prev, k);
-                        if (old)
-                                json_object_set(env, k, old);
-                        else if (json_equal(json_object_get(env, k), v))
-                                json_object_del(env, k);
-                }
-        }
-        json_decref(sb->shell_env);
-        sb->shell_env = env;
-        free(cwd);
+        json_decref(p->shell_base);
+        p->shell_base = NULL;
 }
 
 static void proc_start(struct proc *p);
@@ -811,6 +814,7 @@ proc_exit_cb(void *ctx, const struct exec_exit *ex)
                 proc_unref(p); /* the backend's reference */
                 return;
         }
+        proc_cwd_note(p);
         proc_set_ended(p, PROC_EXITED);
         p->exit_code = ex->exit_code;
         p->sig = ex->signal;
@@ -819,7 +823,7 @@ proc_exit_cb(void *ctx, const struct exec_exit *ex)
                 p->lost = xstrdup(ex->lost);
                 log_warn("exec %s: lost: %s", p->id, ex->lost);
         }
-        if (p->state_path)
+        if (p->shell_base)
                 proc_apply_shell_state(p, ex);
         log_debug("exec %s: exited (code %d, signal %d%s)", p->id, p->exit_code, p->sig,
                   p->timed_out ? ", timed out" : "");
@@ -952,6 +956,12 @@ proc_start_error(struct proc *p, const struct sbx_error *error)
         }
         uv_timer_stop(&p->timer);
         p->state = PROC_STARTING;
+        if ((!p->cwd && shellstate_cwd_gone(p->sb, &e, &p->cwd_lost)) ||
+            (p->command && shellstate_shell_gone(p->sb, &e))) {
+                sbx_error_clear(&e);
+                proc_start(p);
+                return;
+        }
         if (proc_may_recreate(p, &e)) {
                 sbx_error_clear(&e);
                 proc_wait_recreate(p);
@@ -1004,18 +1014,16 @@ proc_exec_env(const struct sandbox *sb, json_t *exec_env, bool pty)
         return env;
 }
 
+/* envp (new, NULL-terminated) from an object of strings. */
 static char **
-proc_build_env(struct proc *p)
+proc_envp(json_t *env)
 {
-        json_t *env = proc_exec_env(p->sb, p->env, p->pty);
+        char **envp = xcalloc(json_object_size(env) + 1, sizeof(*envp));
         const char *k;
         json_t *v;
-        char **envp;
         size_t i = 0;
 
-        envp = xcalloc(json_object_size(env) + 1, sizeof(*envp));
         json_object_foreach(env, k, v) envp[i++] = xasprintf("%s=%s", k, json_string_value(v));
-        json_decref(env);
         return envp;
 }
 
@@ -1025,41 +1033,13 @@ proc_strv_free(char **v)
         shell_argv_free(v);
 }
 
-/* Picks the shell inside a container or on a remote host: bash when it has one, else sh. */
-static const char proc_pick_shell[] =
-        "command -v bash >/dev/null 2>&1 && exec bash \"$@\"; exec sh \"$@\"";
-
-/* The shell wrapper for a non-local sandboxes: the host's shell means nothing there. */
 static char **
-proc_wrap_remote(struct proc *p)
+proc_argv_plain(struct proc *p)
 {
-        char **w = shell_wrap("sh", p->command, p->state_path);
-        char **argv = xcalloc(16, sizeof(*argv));
-        size_t n = 0;
-
-        argv[n++] = xstrdup("/bin/sh");
-        argv[n++] = xstrdup("-c");
-        argv[n++] = xstrdup(proc_pick_shell);
-        argv[n++] = xstrdup("sh");
-        for (size_t i = 1; w[i] && n < 15; i++)
-                argv[n++] = w[i]; /* the wrapper's arguments after its shell, moved */
-        free(w[0]);
-        free(w);
-        return argv;
-}
-
-static char **
-proc_build_argv(struct proc *p)
-{
-        char **argv;
+        char **argv = xcalloc(json_array_size(p->argv) + 1, sizeof(*argv));
         size_t i;
         json_t *a;
 
-        if (p->command && p->sb && !(p->sb->ops->caps & BACKEND_CAP_HOST))
-                return proc_wrap_remote(p);
-        if (p->command)
-                return shell_wrap(proc_shell, p->command, p->state_path);
-        argv = xcalloc(json_array_size(p->argv) + 1, sizeof(*argv));
         json_array_foreach(p->argv, i, a) argv[i] = xstrdup(json_string_value(a));
         return argv;
 }
@@ -1071,6 +1051,31 @@ proc_cwd_in(const struct sandbox *sb, const char *cwd)
         if (cwd)
                 return cwd;
         return sb->cwd ? sb->cwd : sb->workdir;
+}
+
+/* argv and *envp (both new) of p, the program when it is not argv[0] (borrowed), and where
+ * its shell state is written (borrowed, NULL: nowhere). A command exec whose state is read
+ * back keeps the env it starts from. */
+static char **
+proc_build_exec(struct proc *p, char ***envp, const char **path, const char **state)
+{
+        json_t *base = proc_exec_env(p->sb, NULL, p->pty), *env = json_copy(base);
+        char **argv;
+
+        if (p->env)
+                json_object_update(env, p->env);
+        *path = NULL;
+        *state = p->state_path;
+        if (p->command)
+                argv = shellstate_argv(p->sb, p->command, state, env, path);
+        else
+                argv = proc_argv_plain(p);
+        *envp = proc_envp(env);
+        json_decref(p->shell_base);
+        p->shell_base = *state ? json_incref(base) : NULL;
+        json_decref(base);
+        json_decref(env);
+        return argv;
 }
 
 static const char *
@@ -1129,18 +1134,13 @@ proc_start(struct proc *p)
                 }
                 p->sb->shell_busy = true;
                 p->holds_shell = true;
-                /* Where the shell wrapper leaves cwd and exports: the host state directory on
-                 * the host, the backend's runtime directory inside the others. */
-                if (p->ops->caps & BACKEND_CAP_HOST)
-                        p->state_path = xasprintf("%s/shell/%s.state", p->sb->state_dir, p->key);
-                else
-                        p->state_path = xasprintf("%s/%s.state",
-                                                  p->sb->runtime_dir ? p->sb->runtime_dir
-                                                                     : BACKEND_RUNTIME_DIR,
-                                                  p->key);
+                p->state_path = shellstate_path(p->sb, p->key, &err);
+                if (!p->state_path) {
+                        proc_fail(p, &err);
+                        return;
+                }
         }
-        argv = proc_build_argv(p);
-        envp = proc_build_env(p);
+        argv = proc_build_exec(p, &envp, &spec.path, &spec.state_path);
         spec.exec_id = p->key;
         spec.argv = argv;
         spec.envp = envp;
@@ -1152,7 +1152,6 @@ proc_start(struct proc *p)
         spec.stdin_data = p->stdin_data.data;
         spec.stdin_len = p->stdin_data.len;
         spec.merge_stderr = p->merge;
-        spec.state_path = p->state_path;
         spec.who = &p->sb->who;
         p->start_ns = util_now_ns();
         p->started_wall = util_wall_ms();
@@ -1165,6 +1164,14 @@ proc_start(struct proc *p)
                 proc_unref(p);
                 if (!err.code)
                         sbx_error_backend(&err, p->ops->name, "cannot start: %s", strerror(-r));
+                if ((!p->cwd && shellstate_cwd_gone(p->sb, &err, &p->cwd_lost)) ||
+                    (p->command && shellstate_shell_gone(p->sb, &err))) {
+                        /* Its inherited cwd was removed: one directory up (depth-bounded);
+                         * or the container's shell went: pick again (once). */
+                        sbx_error_clear(&err);
+                        proc_start(p);
+                        return;
+                }
                 if (proc_may_recreate(p, &err)) {
                         /* stdin_data is kept for the retry. */
                         sbx_error_clear(&err);
@@ -1250,7 +1257,7 @@ proc_judge(struct proc *p)
         if (p->command) {
                 policy_eval_command(g.policy, &pctx, p->command, &p->pr);
         } else {
-                char **argv = proc_build_argv(p);
+                char **argv = proc_argv_plain(p);
                 policy_eval_argv(g.policy, &pctx, argv, &p->pr);
                 proc_strv_free(argv);
         }
@@ -2375,6 +2382,9 @@ proc_restore_running(struct proc *p)
         if (p->state_path && !p->background) { /* it still holds the sandbox's shell */
                 p->holds_shell = true;
                 p->sb->shell_busy = true;
+                /* what it leaves becomes the state; the env it started from is gone with the
+                 * daemon that started it, so its exports are taken as they come */
+                p->shell_base = proc_exec_env(p->sb, NULL, p->pty);
         }
         if (p->timeout_ms)
                 uv_timer_start(&p->timer, proc_timeout_cb,
@@ -2597,16 +2607,6 @@ proc_gc_cb(uv_timer_t *t)
         free(counts);
 }
 
-static const char *
-proc_find_shell(void)
-{
-        if (g.config->shell)
-                return g.config->shell;
-        if (access("/bin/bash", X_OK) == 0)
-                return "/bin/bash";
-        return "/bin/sh";
-}
-
 /* Sets up the spool directory and the retention timer. */
 void
 proc_init(uv_loop_t *loop)
@@ -2615,7 +2615,7 @@ proc_init(uv_loop_t *loop)
         if (mkdir(proc_spool_dir, 0700) < 0 && errno != EEXIST)
                 log_warn("cannot create '%s': %s (output retention disabled)", proc_spool_dir,
                          strerror(errno));
-        proc_shell = proc_find_shell();
+        shellstate_init(g.state_dir, g.config->shell);
         uv_timer_init(loop, &proc_gc_timer);
         uv_timer_start(&proc_gc_timer, proc_gc_cb, 5000, 5000);
         uv_unref((uv_handle_t *) &proc_gc_timer);
@@ -2644,4 +2644,5 @@ proc_shutdown(void)
         execrec_close();
         free(proc_spool_dir);
         proc_spool_dir = NULL;
+        shellstate_shutdown();
 }

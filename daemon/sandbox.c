@@ -16,6 +16,7 @@
 #include "daemon/proc.h"
 #include "daemon/records.h"
 #include "daemon/sandbox_policy.h"
+#include "daemon/shellstate.h"
 #include "policy/policy.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
@@ -114,6 +115,7 @@ sandbox_unref(struct sandbox *sb)
         json_decref(sb->details);
         json_decref(sb->shell_env);
         json_decref(sb->approvals);
+        shellstate_forget(sb);
         free(sb->name);
         free(sb->workdir);
         free(sb->image);
@@ -369,6 +371,7 @@ sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_
                 sb->cwd = NULL;
                 json_decref(sb->shell_env);
                 sb->shell_env = NULL;
+                sb->shell_kind = SHELL_PICK;
         }
         sandbox_touch(sb);
         log_info("sandbox %s ('%s', %s, uid %u) %s", sb->id, sb->name, sb->ops->name,

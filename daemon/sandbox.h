@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "backends/backend.h"
+#include "backends/shell.h"
 #include "daemon/conn.h"
 #include "protocol/list.h"
 
@@ -48,9 +49,11 @@ struct sandbox {
         uint64_t timeout_s, idle_timeout_s;
         unsigned running; /* execs not yet exited */
         /* Shell state for command execs. */
-        char *cwd;         /* NULL: workdir */
-        json_t *shell_env; /* NULL: not captured yet */
-        json_t *approvals; /* session approvals: policy approval set (owned) */
+        char *cwd;                  /* NULL: workdir */
+        json_t *shell_env;          /* NULL: not captured yet */
+        enum shell_kind shell_kind; /* not local: the shell its container has, once known */
+        bool shell_dir_made;        /* local: its state files' directory exists */
+        json_t *approvals;          /* session approvals: policy approval set (owned) */
         /* Foreground command execs carry shell state, so they run one at a time, in order,
          * like commands typed into one terminal. */
         bool shell_busy;

@@ -7,8 +7,8 @@ BUILD="build-essential pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev
 libsystemd-dev libinih-dev check"
 RUN="bash coreutils procps"
 TEST="python3 python3-venv socat systemd clang-format clang libclang-rt-14-dev docker.io
-busybox-static iproute2 groff-base man-db openssl python3-grpcio python3-protobuf
-protobuf-compiler bubblewrap"
+busybox-static bash-static dash iproute2 groff-base man-db openssl python3-grpcio
+python3-protobuf protobuf-compiler bubblewrap"
 
 want="$BUILD $RUN"
 [ "${1:-}" = "--test" ] && want="$want $TEST"

@@ -313,7 +313,8 @@ ax_on_exit(struct agent_exec *x, const unsigned char *p, uint32_t len)
         else
                 ex.exit_code = WEXITSTATUS(status);
         ex.oom_killed = (agent_get32(p + 4) & AGENT_EXIT_OOM) != 0;
-        if (len > 24) { /* the shell state, contained here and in the agent (issue 18) */
+        ex.state_too_big = (agent_get32(p + 4) & AGENT_EXIT_STATE_BIG) != 0;
+        if (len > 24) { /* the shell state, at most SHELL_STATE_MAX (the agent's check) */
                 ex.state = (const char *) p + 24;
                 ex.state_len = len - 24;
         }

@@ -80,7 +80,8 @@ enum agent_msg {
         AGENT_STDERR = 68,    /* u64 offset, bytes */
         AGENT_STDIN_ACK = 69, /* u64 stdin bytes written to the child (or dropped) so far */
         AGENT_EXIT = 70,      /* i32 wait status, u32 flags (AGENT_EXIT_*), u64 stdout total,
-                                 u64 stderr total, then the shell state's bytes; after all of
+                                 u64 stderr total, then the shell state's bytes (at most
+                                 SHELL_STATE_MAX, backends/shell_init.h); after all of
                                  the exec's output. Sent again in every session until FORGET. */
         AGENT_KILLED = 71,    /* u32 tag, u32 processes of the tree still alive */
         AGENT_ERROR = 72,     /* id 0; string. A protocol error: the agent ends the session
@@ -98,7 +99,9 @@ enum agent_msg {
 /* START payload: u32 flags, u16 rows, u16 cols, u32 argc, u32 envc, then NUL-terminated: name,
  * cwd ("" = the agent's), state path ("" = none), argv[argc], env[envc] ("K=V", laid over the
  * agent's own environment, as `docker exec -e` does). A START whose name the agent knows is
- * answered like a RESUME from offset 0 (a START re-sent after a lost link). */
+ * answered like a RESUME from offset 0 (a START re-sent after a lost link). With a state path
+ * the agent makes its directory and writes bash's start-up file there (SHELL_BASH_INIT_NAME)
+ * when it is missing; after the exit it sends the file's bytes in EXIT and removes it. */
 enum agent_start_flags {
         AGENT_START_TTY = 1u,   /* run on a new pty (stdout only; stdin via the pty) */
         AGENT_START_STDIN = 2u, /* give the child a stdin pipe (else /dev/null) */
@@ -111,7 +114,8 @@ enum agent_kill_mode {
 };
 
 enum agent_exit_flags {
-        AGENT_EXIT_OOM = 1u, /* the exec's cgroup oom_kill count rose while it ran */
+        AGENT_EXIT_OOM = 1u,       /* the exec's cgroup oom_kill count rose while it ran */
+        AGENT_EXIT_STATE_BIG = 2u, /* the state file was over SHELL_STATE_MAX: not sent */
 };
 
 enum agent_resumed_flags {

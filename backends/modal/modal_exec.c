@@ -9,13 +9,15 @@
 
 #define MODAL_STATE_MAX (4u << 20) /* a state blob larger than this is not ours */
 
-/* $1 pid file, $2 marker, $3 state file ("" none), $4 fd for the state; then the command. The
- * command runs as a child (not exec'd) so that the state can follow it; the pid file names
- * the tree's top for kills. */
+/* $1 pid file, $2 marker, $3 state file ("" none), $4 fd for the state, $5 where bash's
+ * start-up file must be (shell-state execs, backends/shell_init.h; "" none); then the
+ * command. The command runs as a child (not exec'd) so that the state can follow it; the pid
+ * file names the tree's top for kills. */
 static const char modal_wrap_script[] =
-        "p=$1 m=$2 s=$3 f=$4; shift 4\n"
+        "p=$1 m=$2 s=$3 f=$4 i=$5; shift 5\n"
         "{ echo $$ >\"$p\"; } 2>/dev/null || { mkdir -p \"${p%/*}\" && echo $$ >\"$p\"; } "
         "2>/dev/null\n"
+        "[ -z \"$i\" ] || [ -f \"$i\" ] || printf %s '" SHELL_BASH_INIT "' >\"$i\" 2>/dev/null\n"
         "\"$@\"\n"
         "r=$?\n"
         "if [ -n \"$s\" ] && [ -f \"$s\" ]; then\n"
@@ -224,7 +226,7 @@ modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilt
 
         while (argv[n])
                 n++;
-        w = xcalloc(n + 9, sizeof(*w));
+        w = xcalloc(n + 10, sizeof(*w));
         w[i++] = xstrdup("/bin/sh");
         w[i++] = xstrdup("-c");
         w[i++] = xstrdup(modal_wrap_script);
@@ -233,6 +235,7 @@ modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilt
         w[i++] = xstrdup(f->marker);
         w[i++] = xstrdup(state_path ? state_path : "");
         w[i++] = xstrdup(state_fd == 1 ? "1" : "2");
+        w[i++] = state_path ? shell_bash_init_path(state_path) : xstrdup("");
         for (size_t k = 0; k < n; k++)
                 w[i++] = xstrdup(argv[k]);
         return w;

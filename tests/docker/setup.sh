@@ -1,9 +1,11 @@
 #!/bin/sh
-# tests/docker/setup.sh — idempotent: make sure dockerd runs and the test image exists.
+# tests/docker/setup.sh — idempotent: make sure dockerd runs and the test images exist.
 #   sandboxd-test:busybox  a rootfs of busybox-static with applet symlinks, made by `docker import`.
+#   sandboxd-test:bash     the same with bash-static as /bin/bash (a container whose shell is bash).
 set -eu
 
 IMAGE=${SANDBOXD_TEST_IMAGE:-sandboxd-test:busybox}
+BASH_IMAGE=${IMAGE%:*}:bash
 LOG=${DOCKERD_LOG:-/var/log/dockerd-test.log}
 
 if ! docker info >/dev/null 2>&1; then
@@ -21,8 +23,9 @@ if ! docker info >/dev/null 2>&1; then
         done
 fi
 
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-        echo "setup: $IMAGE present"
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+if have "$IMAGE" && have "$BASH_IMAGE"; then
+        echo "setup: $IMAGE and $BASH_IMAGE present"
         exit 0
 fi
 
@@ -42,5 +45,14 @@ echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/false' >>"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
 echo 'nogroup:x:65534:' >>"$root/etc/group"
-tar -C "$root" -c . | docker import -c 'CMD ["/bin/sh"]' -c 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' - "$IMAGE"
-echo "setup: built $IMAGE"
+build_image() {
+        tar -C "$root" -c . | docker import -c 'CMD ["/bin/sh"]' \
+                -c 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' - "$1"
+        echo "setup: built $1"
+}
+have "$IMAGE" || build_image "$IMAGE"
+if ! have "$BASH_IMAGE"; then
+        [ -x /bin/bash-static ] || { echo "setup: bash-static is not installed" >&2; exit 1; }
+        cp /bin/bash-static "$root/bin/bash"
+        build_image "$BASH_IMAGE"
+fi

@@ -210,7 +210,10 @@ class FilePolicy(DaemonTest):
 
         def stop_helper(msg):
             for pid in self.daemon_children():
-                os.kill(pid, signal.SIGSTOP)
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    continue  # an earlier helper, reaped since
                 stopped.append(pid)
             return {"decision": "once"}
 
@@ -230,11 +233,13 @@ class FilePolicy(DaemonTest):
             if e.isdigit():
                 try:
                     st = read("/proc/%s/stat" % e)
-                except OSError:
+                    cmdline = read("/proc/%s/cmdline" % e)
+                except (OSError, ValueError):
                     continue
                 state, ppid = st.rsplit(")", 1)[1].split()[:2]
-                # a zombie is an earlier helper, killed and not reaped yet
-                if int(ppid) == self.daemon.proc.pid and state != "Z":
+                # a zombie is an earlier helper, killed and not reaped yet; one with no
+                # cmdline has released its memory: an earlier helper in the middle of exiting
+                if int(ppid) == self.daemon.proc.pid and state != "Z" and cmdline:
                     kids.append(int(e))
         return kids
 

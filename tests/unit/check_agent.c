@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backends/agent/proto.h"
+#include "backends/shell_init.h"
 #include "protocol/util.h"
 
 #define MAX_RUNS   1100
@@ -860,6 +861,42 @@ START_TEST(test_state_file)
 }
 END_TEST
 
+/* A state file over SHELL_STATE_MAX is not sent, and the EXIT says so; bash's start-up file
+ * is written beside the state file (and rewritten when a command changed it). */
+START_TEST(test_state_too_big_and_bash_init)
+{
+        const char *argv[] = {"sh", "-c", "head -c $((N + 1)) /dev/zero > \"$P\"", NULL};
+        char state[256], env[300], n[64], init[300], got[sizeof(SHELL_BASH_INIT)] = {0};
+        const char *envv[] = {env, n, NULL};
+        struct run *r;
+        int fd;
+
+        snprintf(state, sizeof(state), "%s/st/p.state", tmpdir);
+        snprintf(init, sizeof(init), "%s/st/" SHELL_BASH_INIT_NAME, tmpdir);
+        snprintf(env, sizeof(env), "P=%s", state);
+        snprintf(n, sizeof(n), "N=%u", SHELL_STATE_MAX);
+        send_start(1, 0, 0, 0, tmpdir, state, argv, envv);
+        r = wait_exit(1);
+        ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+        ck_assert_uint_eq(r->flags & AGENT_EXIT_STATE_BIG, AGENT_EXIT_STATE_BIG);
+        ck_assert_uint_eq(r->state.len, 0);
+        ck_assert_int_eq(access(state, F_OK), -1);
+        fd = open(init, O_RDONLY);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(read(fd, got, sizeof(got)), (ssize_t) strlen(SHELL_BASH_INIT));
+        ck_assert_str_eq(got, SHELL_BASH_INIT);
+        close(fd);
+        ck_assert_int_eq(truncate(init, 3), 0);
+        argv[2] = "true";
+        send_start(2, 0, 0, 0, tmpdir, state, argv, envv);
+        ck_assert_uint_eq(wait_exit(2)->flags & AGENT_EXIT_STATE_BIG, 0);
+        fd = open(init, O_RDONLY);
+        ck_assert_int_eq(read(fd, got, sizeof(got)), (ssize_t) strlen(SHELL_BASH_INIT));
+        close(fd);
+        unlink(init);
+}
+END_TEST
+
 START_TEST(test_state_missing)
 {
         const char *argv[] = {"true", NULL};
@@ -1269,6 +1306,7 @@ agent_suite(void)
         tcase_add_test(tc, test_resume_replays_exact);
         tcase_add_test(tc, test_start_again_is_idempotent);
         tcase_add_test(tc, test_subreaper);
+        tcase_add_test(tc, test_state_too_big_and_bash_init);
         tcase_add_test(tc, test_oversized_payload);
         tcase_add_test(tc, test_unknown_type);
         tcase_add_test(tc, test_bad_version);

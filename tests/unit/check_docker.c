@@ -1053,24 +1053,36 @@ START_TEST(test_shell_state)
 {
         backend_up(exec_mode(_i));
         struct backend_sandbox *sb = create_default();
-        char **argv = shell_wrap("sh", "cd /root && export FOO=bar && echo ran",
-                                 DOCKER_STATE_DIR "/p_state.state");
-        struct exec_spec spec = {.argv = argv, .state_path = DOCKER_STATE_DIR "/p_state.state"};
+        struct shell_exec x = {.kind = SHELL_PICK,
+                               .command = "cd /root && export FOO=bar && echo ran",
+                               .state_path = DOCKER_STATE_DIR "/p_state.state",
+                               .bash_init = DOCKER_STATE_DIR "/" SHELL_BASH_INIT_NAME};
+        json_t *envj = json_object();
+        char **argv = shell_wrap(&x, envj), *envp[8] = {0};
+        const char *k;
+        json_t *v;
+        size_t n = 0;
+
+        json_object_foreach(envj, k, v) envp[n++] = xasprintf("%s=%s", k, json_string_value(v));
+        struct exec_spec spec = {.argv = argv, .envp = envp, .state_path = x.state_path};
         struct run r = {0};
         struct backend_proc *p = start(sb, &spec, &r);
-        char *cwd = NULL;
-        json_t *env = NULL;
+        struct shell_state st;
+        char *why = NULL;
 
         run_until(&r.done);
         p->ops->release(p);
         ck_assert_str_eq(r.out.data, "ran\n");
         ck_assert_ptr_nonnull(r.state);
-        ck_assert_int_eq(shell_state_parse(r.state, r.state_len, &cwd, &env), 0);
-        ck_assert_str_eq(cwd, "/root");
-        ck_assert_str_eq(json_string_value(json_object_get(env, "FOO")), "bar");
-        free(cwd);
-        json_decref(env);
+        ck_assert_msg(shell_state_parse(r.state, r.state_len, &st, &why) == 0, "%s", why);
+        ck_assert_int_eq(st.kind, SHELL_SH); /* busybox: the picker chose sh */
+        ck_assert_str_eq(st.cwd, "/root");
+        ck_assert_str_eq(json_string_value(json_object_get(st.env, "FOO")), "bar");
+        shell_state_clear(&st);
         shell_argv_free(argv);
+        for (size_t i = 0; i < n; i++)
+                free(envp[i]);
+        json_decref(envj);
         run_free(&r);
         destroy(sb);
         backend_down();

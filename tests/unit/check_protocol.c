@@ -1,4 +1,4 @@
-/* check_protocol.c — framing, codecs, params, spool, shell state and config parsing. */
+/* check_protocol.c — framing, codecs, params, spool and config parsing. */
 #include <sys/stat.h>
 
 #include <check.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/shell.h"
 #include "daemon/config.h"
 #include "daemon/spool.h"
 #include "protocol/codec.h"
@@ -248,26 +247,6 @@ START_TEST(test_spool_ring)
 }
 END_TEST
 
-START_TEST(test_shell_state_parse)
-{
-        static const char blob[] = "/tmp/x y\n\0A=1\0PWD=/tmp\0B=two=2\0_=/bin/env\0BAD\0";
-        char *cwd = NULL;
-        json_t *env = NULL;
-
-        ck_assert_int_eq(shell_state_parse(blob, sizeof(blob) - 1, &cwd, &env), 0);
-        ck_assert_str_eq(cwd, "/tmp/x y");
-        ck_assert_str_eq(json_string_value(json_object_get(env, "A")), "1");
-        ck_assert_str_eq(json_string_value(json_object_get(env, "B")), "two=2");
-        ck_assert_ptr_null(json_object_get(env, "PWD"));
-        ck_assert_ptr_null(json_object_get(env, "_"));
-        ck_assert_uint_eq(json_object_size(env), 2);
-        free(cwd);
-        json_decref(env);
-        ck_assert_int_lt(shell_state_parse("relative\n\0", 10, &cwd, &env), 0);
-        ck_assert_int_lt(shell_state_parse("/nonul", 6, &cwd, &env), 0);
-}
-END_TEST
-
 static int
 write_conf(char *path, const char *text)
 {
@@ -405,7 +384,6 @@ main(void)
         tcase_add_test(tc, test_base64);
         tcase_add_test(tc, test_params);
         tcase_add_test(tc, test_spool_ring);
-        tcase_add_test(tc, test_shell_state_parse);
         tcase_add_test(tc, test_config);
         tcase_add_test(tc, test_sockpath);
         suite_add_tcase(s, tc);

@@ -259,6 +259,25 @@ START_TEST(test_program_not_in_path)
 }
 END_TEST
 
+/* A program run by path with another argv[0]: a shell then names itself by argv[0]. */
+START_TEST(test_path_and_argv0)
+{
+        char *argv[] = {"mysh", "-c", "echo \"$0\"; sbx-no-such-command", NULL};
+        struct spawn_opts o = {.path = "/bin/sh", .argv = argv, .envp = std_env, .keep_fd = -1};
+        struct sbx_error err = {0};
+        struct run r = run_opts(&o, NULL);
+
+        ck_assert_str_eq(r.out, "mysh\n");
+        ck_assert_ptr_nonnull(strstr(r.err, "mysh"));
+        run_free(&r);
+        o.path = "/sandboxd/no/such/shell";
+        ck_assert_int_eq(start_fails(&o, &err), -ENOENT);
+        ck_assert_str_eq(err.message,
+                         "cannot execute '/sandboxd/no/such/shell': No such file or directory");
+        sbx_error_clear(&err);
+}
+END_TEST
+
 /* Creates dir/name with content and mode; returns the path (new). */
 static char *
 make_file(const char *dir, const char *name, const char *content, mode_t mode)
@@ -653,6 +672,7 @@ spawn_suite(void)
         tcase_add_test(tc, test_cwd_missing);
         tcase_add_test(tc, test_cwd);
         tcase_add_test(tc, test_program_not_in_path);
+        tcase_add_test(tc, test_path_and_argv0);
         tcase_add_test(tc, test_program_path_errors);
         tcase_add_test(tc, test_path_from_envp);
         tcase_add_test(tc, test_bad_opts);

@@ -19,6 +19,9 @@
 #include <unistd.h>
 
 #include "backends/agent/prog/agent.h"
+#include "backends/shell_init.h"
+
+_Static_assert(SHELL_STATE_MAX <= AGENT_MAX_STATE, "a shell state must fit in one EXIT");
 
 struct agent_stream {
         struct agent_spool sp; /* [head, total) */
@@ -233,8 +236,11 @@ agent_exec_unbind_all(void)
                 kills[i].id = 0;
 }
 
-/* ---- shell state: the wrapper's file, read after the exit (contained for issue 18) ---- */
+/* ---- shell state: the wrapper's file, read after the exit (backends/shell_init.h) ---- */
 
+/* Reads the state file the wrapper left and removes it. Only a plain file of one link is
+ * read (not a link to something else the agent could read); one over SHELL_STATE_MAX is not
+ * sent, and EXIT says so. */
 static void
 state_collect(struct agent_exec *e)
 {
@@ -248,10 +254,13 @@ state_collect(struct agent_exec *e)
         fd = open(e->state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
                 return;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-                e->state = agent_realloc(NULL, AGENT_MAX_STATE);
-                while (got < AGENT_MAX_STATE) {
-                        n = read(fd, e->state + got, AGENT_MAX_STATE - got);
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
+                if (st.st_size > (off_t) SHELL_STATE_MAX)
+                        e->exit_flags |= AGENT_EXIT_STATE_BIG;
+                else if (st.st_size > 0)
+                        e->state = agent_realloc(NULL, (size_t) st.st_size);
+                while (e->state && got < (size_t) st.st_size) {
+                        n = read(fd, e->state + got, (size_t) st.st_size - got);
                         if (n < 0 && errno == EINTR)
                                 continue;
                         if (n <= 0)
@@ -264,13 +273,40 @@ state_collect(struct agent_exec *e)
         unlink(e->state_path);
 }
 
+/* bash's start-up file (SHELL_BASH_INIT) in dir, written when it is missing or is not the one
+ * this agent writes (a command may have removed or changed it). */
+static void
+state_bash_init(const char *dir, size_t dlen)
+{
+        static const char init[] = SHELL_BASH_INIT;
+        char path[PATH_MAX];
+        struct stat st;
+        int fd;
+
+        if (dlen + sizeof(SHELL_BASH_INIT_NAME) + 1 > sizeof(path))
+                return;
+        memcpy(path, dir, dlen);
+        memcpy(path + dlen, "/" SHELL_BASH_INIT_NAME, sizeof(SHELL_BASH_INIT_NAME) + 1);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == sizeof(init) - 1)
+                return;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return;
+        if (write(fd, init, sizeof(init) - 1) != (ssize_t) (sizeof(init) - 1) ||
+            fchmod(fd, 0644) < 0)
+                unlink(path);
+        close(fd);
+}
+
 static void
 state_prepare(const char *path)
 {
         const char *slash = strrchr(path, '/');
 
-        if (slash)
-                agent_mkdir_p(path, (size_t) (slash - path));
+        if (!slash)
+                return;
+        agent_mkdir_p(path, (size_t) (slash - path));
+        state_bash_init(path, (size_t) (slash - path));
 }
 
 /* ---- exit ---- */
