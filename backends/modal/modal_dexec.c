@@ -39,6 +39,7 @@ struct dx {
         struct modal_proc base;
         int refs;
         char *pidfile;
+        char *cwd; /* the workdir asked for, NULL: the sandbox's own */
         bool merge, stdin_open;
         int state_fd; /* 0: no state expected */
         struct modal_rpc *start_rpc, *wait_rpc, *in_rpc;
@@ -67,6 +68,7 @@ dx_unref(struct dx *x)
                 return;
         modal_proc_clear(&x->base);
         free(x->pidfile);
+        free(x->cwd);
         buf_free(&x->in);
         free(x);
 }
@@ -310,6 +312,29 @@ dx_finish(struct dx *x)
 
 /* ---- start ---- */
 
+/* Why TaskExecStart refused: the sandbox is gone (-32006, so the daemon may recreate it), the
+ * workdir is missing (-32602 naming it, as local and docker say, so that the daemon moves a
+ * sandbox whose directory was removed one level up), or the router's own words. */
+static void
+dx_start_error(struct dx *x, const struct grpc_status *st)
+{
+        bool gone = st->code == GRPC_NOT_FOUND || st->code == GRPC_FAILED_PRECONDITION;
+
+        if (gone)
+                x->base.sb->gone = true;
+        if (!gone && st->code == GRPC_INVALID_ARGUMENT && x->cwd && st->message &&
+            strstr(st->message, "workdir"))
+                sbx_error_param(&x->base.fail, "cwd", "cwd '%s' in the sandbox: %s", x->cwd,
+                                st->message);
+        else
+                sbx_error_set(
+                        &x->base.fail, gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
+                        gone ? json_pack("{s:s}", "state", "removed")
+                             : json_pack("{s:s,s:s}", "backend", "modal", "detail", st->message),
+                        "modal exec could not start: TaskExecStart: %s: %s",
+                        grpc_code_name(st->code), st->message);
+}
+
 static void
 dx_start_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, size_t len)
 {
@@ -317,15 +342,7 @@ dx_start_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, 
 
         x->start_rpc = NULL;
         if (st->code != GRPC_OK) {
-                bool gone = st->code == GRPC_NOT_FOUND || st->code == GRPC_FAILED_PRECONDITION;
-                if (gone)
-                        x->base.sb->gone = true;
-                sbx_error_set(
-                        &x->base.fail, gone ? SBX_E_UNUSABLE : SBX_E_BACKEND,
-                        gone ? json_pack("{s:s}", "state", "removed")
-                             : json_pack("{s:s,s:s}", "backend", "modal", "detail", st->message),
-                        "modal exec could not start: TaskExecStart: %s: %s",
-                        grpc_code_name(st->code), st->message);
+                dx_start_error(x, st);
                 x->s[0].eof = x->s[1].eof = true;
                 dx_exited(x, 125, 0);
                 return;
@@ -343,12 +360,18 @@ dx_start(struct dx *x, char *const *argv, char *const *envp, const char *cwd)
 {
         struct buf req = dx_ids(x);
 
-        for (size_t i = 0; argv[i]; i++)
-                pb_put_str(&req, 3, argv[i]);
+        for (size_t i = 0; argv[i]; i++) {
+                char *a = modal_text(argv[i]);
+                pb_put_str(&req, 3, a);
+                free(a);
+        }
         pb_put_varint(&req, 4, 1);                                     /* stdout: PIPE */
         pb_put_varint(&req, 5, x->base.helper ? 0 : x->merge ? 2 : 1); /* DEVNULL, STDOUT, PIPE */
-        if (cwd)
-                pb_put_str(&req, 7, cwd);
+        if (cwd) {
+                char *c = modal_text(cwd);
+                pb_put_str(&req, 7, c);
+                free(c);
+        }
         modal_env_entries(&req, 12, envp);
         x->start_rpc = modal_router_unary(x->base.sb->router, "TaskExecStart", &req, DX_CALL_MS,
                                           dx_start_end, x);
@@ -393,6 +416,7 @@ modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
         argv = modal_exec_wrap(spec->argv, x->pidfile, &x->base.sf, spec->state_path,
                                x->state_fd ? x->state_fd : 2);
         x->refs++; /* the daemon's, until exec_release */
+        x->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
         dx_start(x, argv, spec->envp, spec->cwd ? spec->cwd : sb->workdir);
         shell_argv_free(argv);
         *ret = &x->base;

@@ -6,6 +6,7 @@
 #include "backends/modal/modal_int.h"
 #include "backends/modal/modal_pb.h"
 #include "backends/shell.h"
+#include "protocol/codec.h"
 
 #define MODAL_STATE_MAX (4u << 20) /* a state blob larger than this is not ours */
 
@@ -268,12 +269,26 @@ void
 modal_env_entries(struct buf *b, uint32_t field, char *const *envp)
 {
         for (size_t i = 0; envp && envp[i]; i++) {
-                const char *eq = strchr(envp[i], '=');
-                char *k;
-                if (!eq || eq == envp[i])
-                        continue;
-                k = xstrndup(envp[i], (size_t) (eq - envp[i]));
-                pb_put_map_entry(b, field, k, eq + 1);
-                free(k);
+                char *kv = modal_text(envp[i]), *eq = strchr(kv, '=');
+                if (eq && eq != kv) {
+                        *eq = '\0';
+                        pb_put_map_entry(b, field, kv, eq + 1);
+                }
+                free(kv);
         }
+}
+
+/* Protobuf strings are UTF-8: a router refuses a request with other bytes in one (the whole
+ * exec would fail, and with it every later one of a sandbox whose shell state holds such a
+ * value). They reach the command as U+FFFD, as through docker's JSON API. */
+char *
+modal_text(const char *s)
+{
+        struct buf b = {0};
+        size_t n = strlen(s);
+
+        if (utf8_valid(s, n))
+                return xstrdup(s);
+        utf8_sanitize(&b, s, n);
+        return b.data;
 }

@@ -242,5 +242,7 @@ char **modal_exec_wrap(char *const *argv, const char *pidfile, const struct moda
 char *modal_sh_quote_argv(char *const *argv);
 /* "KEY=VALUE" list into a map for TaskExecStart env (appends map entries to b). */
 void modal_env_entries(struct buf *b, uint32_t field, char *const *envp);
+/* s as UTF-8 (new): other bytes become U+FFFD, as protobuf strings must be UTF-8. */
+char *modal_text(const char *s);
 
 #endif
