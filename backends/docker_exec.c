@@ -73,15 +73,17 @@ struct dx_proc {
 };
 
 /* $0 = pid file, $1 = the directory to run in ("": the image's), $2 = where bash's start-up
- * file must be (shell-state execs, shell_init.h; "": none). The exec becomes its own command
- * through `exec`, keeping the pid. A directory that is not there is not docker's WorkingDir,
- * whose failure would come back as output: the pid file then says "cwd" and the exit is 126,
- * with nothing on the streams (dx_finish turns that into a cwd error). */
+ * file must be (shell-state execs, shell_init.h; "": none), $3 = how many NAME=VALUE words
+ * follow that sh would not pass on (shell_env_carried: they go through `env`). The exec
+ * becomes its own command through `exec`, keeping the pid. A directory that is not there is not
+ * docker's WorkingDir, whose failure would come back as output: the pid file then says "cwd" and
+ * the exit is 126, with nothing on the streams (dx_finish turns that into a cwd error). */
 static const char dx_wrap[] =
         "{ echo $$ >\"$0\"; } 2>/dev/null || { mkdir -p \"${0%/*}\" && echo $$ >\"$0\"; } "
         "2>/dev/null; [ -z \"$1\" ] || cd -P -- \"$1\" 2>/dev/null || { echo cwd >\"$0\"; "
         "exit 126; }; [ -z \"$2\" ] || [ -f \"$2\" ] || printf %s '" SHELL_BASH_INIT "' >\"$2\" "
-        "2>/dev/null; shift 2; exec \"$@\"";
+        "2>/dev/null; e=$3; shift 3; if [ \"$e\" -gt 0 ] && command -v env >/dev/null 2>&1; "
+        "then exec env \"$@\"; fi; shift \"$e\"; exec \"$@\"";
 
 /* $0 = state file ("" none), $1 = the exec's pid file, then files to remove. First line: the
  * cgroup's oom_kill count (memory.events on v2, memory.oom_control on v1), second: the pid
@@ -314,31 +316,47 @@ dx_strv(char *const *v)
         return a;
 }
 
+/* The wrapper and its words before the command (user execs) onto cmd. */
+static void
+dx_wrap_args(struct dx_proc *p, const struct exec_spec *spec, json_t *cmd)
+{
+        /* A pty gets its size before the command runs; the resize API would race. */
+        char *wrap = p->tty && p->rows && p->cols
+                             ? xasprintf("stty rows %u cols %u 2>/dev/null; %s", p->rows, p->cols,
+                                         dx_wrap)
+                             : xstrdup(dx_wrap);
+        const char *cwd = spec->cwd ? spec->cwd : p->sb->workdir ? p->sb->workdir : "";
+        char *init = p->state_path ? shell_bash_init_path(p->state_path) : xstrdup("");
+        size_t ne = 0, carried;
+        char **extra;
+        json_t *words;
+
+        while (spec->envp && spec->envp[ne])
+                ne++;
+        extra = xcalloc(ne + 1, sizeof(*extra));
+        carried = shell_env_carried(spec->argv, spec->envp, extra);
+        words = json_pack("[s,s,s,s,s,s]", "sh", "-c", wrap, p->pidfile, cwd, init);
+        json_array_append_new(words, json_sprintf("%zu", carried));
+        json_array_extend(cmd, words);
+        json_decref(words);
+        words = dx_strv(extra);
+        json_array_extend(cmd, words);
+        json_decref(words);
+        free(p->cwd);
+        p->cwd = xstrdup(cwd);
+        free(extra);
+        free(init);
+        free(wrap);
+}
+
 static json_t *
 dx_create_body(struct dx_proc *p, const struct exec_spec *spec)
 {
         json_t *cmd = json_array();
         json_t *body;
 
-        if (!p->helper) {
-                /* A pty gets its size before the command runs; the resize API would race. */
-                char *wrap = p->tty && p->rows && p->cols
-                                     ? xasprintf("stty rows %u cols %u 2>/dev/null; %s", p->rows,
-                                                 p->cols, dx_wrap)
-                                     : xstrdup(dx_wrap);
-                const char *cwd = spec->cwd ? spec->cwd : p->sb->workdir ? p->sb->workdir : "";
-                json_array_append_new(cmd, json_string("sh"));
-                json_array_append_new(cmd, json_string("-c"));
-                json_array_append_new(cmd, json_string(wrap));
-                json_array_append_new(cmd, json_string(p->pidfile));
-                json_array_append_new(cmd, json_string(cwd));
-                char *init = p->state_path ? shell_bash_init_path(p->state_path) : xstrdup("");
-                json_array_append_new(cmd, json_string(init));
-                free(init);
-                free(p->cwd);
-                p->cwd = xstrdup(cwd);
-                free(wrap);
-        }
+        if (!p->helper)
+                dx_wrap_args(p, spec, cmd);
         json_t *args = dx_strv(spec->argv);
         json_array_extend(cmd, args);
         json_decref(args);

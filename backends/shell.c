@@ -203,6 +203,36 @@ shell_basename(const char *path)
         return slash ? slash + 1 : path;
 }
 
+/* Whether a POSIX shell passes a variable of this name on to the programs it runs: a shell
+ * name ([A-Za-z_][A-Za-z0-9_]*). dash and busybox ash drop the others. */
+static bool
+shell_env_name_ok(const char *kv)
+{
+        size_t n = strcspn(kv, "=");
+
+        if (!n || kv[n] != '=' || (kv[0] >= '0' && kv[0] <= '9'))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!(kv[i] == '_' || (kv[i] >= 'a' && kv[i] <= 'z') ||
+                      (kv[i] >= 'A' && kv[i] <= 'Z') || (kv[i] >= '0' && kv[i] <= '9')))
+                        return false;
+        return true;
+}
+
+size_t
+shell_env_carried(char *const *argv, char *const *envp, char **out)
+{
+        size_t n = 0;
+
+        if (strchr(argv[0], '='))
+                return 0;
+        for (size_t i = 0; envp && envp[i]; i++)
+                if (!shell_env_name_ok(envp[i]) && !strchr("-=", envp[i][0]) &&
+                    strchr(envp[i], '='))
+                        out[n++] = envp[i];
+        return n;
+}
+
 /* bash's start-up file beside the state file (new). */
 char *
 shell_bash_init_path(const char *state_path)

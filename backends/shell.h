@@ -63,6 +63,12 @@ bool shell_stateless(const struct shell_exec *x, json_t *env);
 void shell_argv_free(char **argv);
 /* The kind of shell for a configured shell path: SHELL_BASH when it is called "bash". */
 enum shell_kind shell_kind_of(const char *path);
+/* The entries of envp (borrowed, into out, which has room for all of them) that a wrapper
+ * running in /bin/sh would drop before the command starts, because their names are no shell
+ * names: bash's BASH_FUNC_f%% of exported functions. A wrapper hands them to the command
+ * as `env NAME=VALUE… COMMAND…`; none when argv[0] has a '=' (env would take it for one),
+ * nor an empty name or one that starts with '-' (an option). Returns how many. */
+size_t shell_env_carried(char *const *argv, char *const *envp, char **out);
 /* Where bash's start-up file is inside a sandbox for an exec whose state goes to state_path:
  * SHELL_BASH_INIT_NAME in the same directory (new). The agent or the backend's wrapper writes
  * it there when it is missing. */

@@ -413,7 +413,7 @@ modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
         if (spec->stdin_len)
                 buf_append(&x->in, spec->stdin_data, spec->stdin_len);
         x->eof_wanted = !spec->stdin_open;
-        argv = modal_exec_wrap(spec->argv, x->pidfile, &x->base.sf, spec->state_path,
+        argv = modal_exec_wrap(spec->argv, spec->envp, x->pidfile, &x->base.sf, spec->state_path,
                                x->state_fd ? x->state_fd : 2);
         x->refs++; /* the daemon's, until exec_release */
         x->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;

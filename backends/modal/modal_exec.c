@@ -11,15 +11,17 @@
 #define MODAL_STATE_MAX (4u << 20) /* a state blob larger than this is not ours */
 
 /* $1 pid file, $2 marker, $3 state file ("" none), $4 fd for the state, $5 where bash's
- * start-up file must be (shell-state execs, backends/shell_init.h; "" none); then the
+ * start-up file must be (shell-state execs, backends/shell_init.h; "" none), $6 how many
+ * NAME=VALUE words follow that this shell cannot pass on (modal_exec_wrap); then the
  * command. The command runs as a child (not exec'd) so that the state can follow it; the pid
  * file names the tree's top for kills. */
 static const char modal_wrap_script[] =
-        "p=$1 m=$2 s=$3 f=$4 i=$5; shift 5\n"
+        "p=$1 m=$2 s=$3 f=$4 i=$5 e=$6; shift 6\n"
         "{ echo $$ >\"$p\"; } 2>/dev/null || { mkdir -p \"${p%/*}\" && echo $$ >\"$p\"; } "
         "2>/dev/null\n"
         "[ -z \"$i\" ] || [ -f \"$i\" ] || printf %s '" SHELL_BASH_INIT "' >\"$i\" 2>/dev/null\n"
-        "\"$@\"\n"
+        "if [ \"$e\" -gt 0 ] && command -v env >/dev/null 2>&1; then env \"$@\"; "
+        "else shift \"$e\"; \"$@\"; fi\n"
         "r=$?\n"
         "if [ -n \"$s\" ] && [ -f \"$s\" ]; then\n"
         "  n=$(wc -c <\"$s\")\n"
@@ -219,15 +221,19 @@ modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out, size
 
 /* The wrapped argv. */
 char **
-modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilter *f,
-                const char *state_path, int state_fd)
+modal_exec_wrap(char *const *argv, char *const *envp, const char *pidfile,
+                const struct modal_sfilter *f, const char *state_path, int state_fd)
 {
-        size_t n = 0, i = 0;
-        char **w;
+        size_t n = 0, i = 0, ne = 0, carried;
+        char **w, **extra;
 
         while (argv[n])
                 n++;
-        w = xcalloc(n + 10, sizeof(*w));
+        while (envp && envp[ne])
+                ne++;
+        extra = xcalloc(ne + 1, sizeof(*extra));
+        carried = shell_env_carried(argv, envp, extra);
+        w = xcalloc(n + carried + 11, sizeof(*w));
         w[i++] = xstrdup("/bin/sh");
         w[i++] = xstrdup("-c");
         w[i++] = xstrdup(modal_wrap_script);
@@ -237,8 +243,12 @@ modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilt
         w[i++] = xstrdup(state_path ? state_path : "");
         w[i++] = xstrdup(state_fd == 1 ? "1" : "2");
         w[i++] = state_path ? shell_bash_init_path(state_path) : xstrdup("");
+        w[i++] = xasprintf("%zu", carried);
+        for (size_t k = 0; k < carried; k++)
+                w[i++] = xstrdup(extra[k]);
         for (size_t k = 0; k < n; k++)
                 w[i++] = xstrdup(argv[k]);
+        free(extra);
         return w;
 }
 

@@ -735,7 +735,7 @@ gx_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
         x->base.ctx = ctx;
         x->state = spec->state_path != NULL;
         pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", x->base.exec_id);
-        argv = modal_exec_wrap(spec->argv, pidfile, &x->base.sf, spec->state_path, 1);
+        argv = modal_exec_wrap(spec->argv, spec->envp, pidfile, &x->base.sf, spec->state_path, 1);
         cmd = gx_command(spec->envp, argv);
         gx_body(x, cmd, spec->stdin_data, spec->stdin_len, spec->cwd ? spec->cwd : sb->workdir);
         free(cmd);

@@ -235,9 +235,11 @@ void modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out,
 
 /* The argv that runs spec->argv under the wrapper (new, shell_argv_free): it records its pid in
  * pidfile, runs the command, then prints f's marker and the state file (state_path, may be
- * NULL) on fd state_fd (1 or 2). */
-char **modal_exec_wrap(char *const *argv, const char *pidfile, const struct modal_sfilter *f,
-                       const char *state_path, int state_fd);
+ * NULL) on fd state_fd (1 or 2). Entries of envp (the exec's environment, also passed as
+ * such) whose names the wrapper's /bin/sh would drop — bash's BASH_FUNC_f%% — reach the
+ * command through `env` when the sandbox has it. */
+char **modal_exec_wrap(char *const *argv, char *const *envp, const char *pidfile,
+                       const struct modal_sfilter *f, const char *state_path, int state_fd);
 /* argv as one sh command line, each word single-quoted (new). */
 char *modal_sh_quote_argv(char *const *argv);
 /* "KEY=VALUE" list into a map for TaskExecStart env (appends map entries to b). */

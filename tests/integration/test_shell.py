@@ -357,6 +357,15 @@ class DockerBash(DockerReference, ShellCases, test_docker.DockerDaemonTest):
             self.c.call("sandbox.destroy", {"id": sb["id"]}, timeout=120)
 
 
+class DockerBashExecMode(DockerReference, ShellCases, test_docker.DockerDaemonTest):
+    """bash in the container, one `docker exec` per command: the wrapper runs in the image's
+    sh (busybox), which drops exported functions' BASH_FUNC_* unless handed on through env."""
+    bash = True
+    exec_api = True
+    config = ("[backend.docker]\nimage = %s\npids_limit = 300\nagent = off\n"
+              % test_docker.IMAGE.replace(":busybox", ":bash"))
+
+
 class ModalDirectShell(ShellCases, unittest.TestCase):
     """The modal backend (direct mode) against the gRPC fake, which runs the commands as local
     processes, so the sandbox's shell is the host's bash and the reference `bash -c`. Modal
@@ -390,11 +399,6 @@ class ModalDirectShell(ShellCases, unittest.TestCase):
 
     def tearDown(self):
         self.c.close()
-
-    @unittest.skip("known gap (issue 18 report): modal's wrapper runs in /bin/sh, and dash drops "
-                   "the BASH_FUNC_* variables of exported functions before bash starts")
-    def test_functions(self):
-        pass
 
     def reference(self, command):
         p = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd="/",

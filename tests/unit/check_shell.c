@@ -338,6 +338,26 @@ env_of(json_t *env, const char *k)
         return json_string_value(json_object_get(env, k));
 }
 
+/* What a wrapper in /bin/sh hands on through env: names a shell drops, never an option. */
+START_TEST(test_env_carried)
+{
+        char *envp[] = {"PATH=/bin", "BASH_FUNC_f%%=() { :; }",
+                        "_ok9=1",    "9lead=1",
+                        "a-b=1",     "-x=1",
+                        "noeq",      "=v",
+                        "K=a=b",     NULL};
+        char *out[ARRAY_SIZE(envp)] = {0};
+        char *argv[] = {"bash", "-c", "f", NULL}, *eq_argv[] = {"A=b", NULL};
+
+        ck_assert_uint_eq(shell_env_carried(argv, envp, out), 3);
+        ck_assert_str_eq(out[0], "BASH_FUNC_f%%=() { :; }");
+        ck_assert_str_eq(out[1], "9lead=1");
+        ck_assert_str_eq(out[2], "a-b=1");
+        ck_assert_uint_eq(shell_env_carried(eq_argv, envp, out), 0); /* env would run "A=b" */
+        ck_assert_uint_eq(shell_env_carried(argv, NULL, out), 0);
+}
+END_TEST
+
 START_TEST(test_wrap_layouts)
 {
         struct shell_exec x = {.kind = SHELL_BASH,
@@ -554,6 +574,7 @@ shell_suite(void)
         tcase_add_test(parse, test_every_prefix_and_byte);
         tcase_add_test(parse, test_limits);
         tcase_add_test(parse, test_wrap_layouts);
+        tcase_add_test(parse, test_env_carried);
         tcase_add_test(parse, test_stateless);
         suite_add_tcase(s, parse);
         tcase_add_checked_fixture(real, setup, teardown);
