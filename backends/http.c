@@ -266,6 +266,17 @@ http_req_free(struct http_req *r)
         free(r);
 }
 
+/* Retry-After of a 429/503 answer, as libcurl parsed it (seconds; 0 when absent). */
+static long
+http_retry_after(CURL *easy)
+{
+        curl_off_t ra = 0;
+
+        if (curl_easy_getinfo(easy, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+                return 0;
+        return ra > 86400 ? 86400 : (long) ra;
+}
+
 static void
 http_req_finish(struct http_req *r, CURLcode code)
 {
@@ -275,6 +286,7 @@ http_req_finish(struct http_req *r, CURLcode code)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &res.status);
         curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
         res.content_type = ctype;
+        res.retry_after_s = http_retry_after(r->easy);
         res.curl_code = (int) code;
         if (r->too_big) {
                 res.curl_code = CURLE_FILESIZE_EXCEEDED;

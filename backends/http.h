@@ -52,6 +52,8 @@ struct http_result {
         const char *body;  /* buffered body (NUL-terminated) when on_data was NULL, else NULL */
         size_t body_len;
         const char *content_type; /* may be NULL */
+        long retry_after_s;       /* a Retry-After header in seconds (an HTTP date converted),
+                                     0 when there is none */
 };
 
 struct http_cbs {
