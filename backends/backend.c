@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backends/daytona/daytona.h"
 #include "backends/docker.h"
 #include "backends/modal/modal.h"
 
 #define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
 #define UNAVAILABLE_HINT                                                                           \
-        "use backend \"local\", \"docker\" or \"modal\"; this backend is on the roadmap"
+        "use backend \"local\", \"docker\", \"modal\" or \"daytona\"; this backend is on the "     \
+        "roadmap"
 
 static void
 unavailable_probe(void *ctx, backend_probe_cb cb)
@@ -38,11 +40,10 @@ unavailable_create(const struct sandbox_spec *spec, void *ctx, backend_progress_
 
 UNAVAILABLE_OPS(ssh_ops, "ssh");
 UNAVAILABLE_OPS(singularity_ops, "singularity");
-UNAVAILABLE_OPS(daytona_ops, "daytona");
 
 static const struct backend_ops *const backend_table[] = {
-        &local_backend_ops, &docker_backend_ops, &ssh_ops, &singularity_ops,
-        &modal_backend_ops, &daytona_ops,        NULL,
+        &local_backend_ops, &docker_backend_ops,  &ssh_ops, &singularity_ops,
+        &modal_backend_ops, &daytona_backend_ops, NULL,
 };
 
 /* Finds a backend by name. */

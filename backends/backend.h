@@ -265,9 +265,10 @@ struct backend_ops {
 
         /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
          * may be empty), to which the daemon adds "instance" (its state directory, unless the
-         * section sets one), "drain_grace_ms" ([exec] drain_grace_ms) and "file_timeout_ms"
-         * (the bound of a file op). Unknown keys are ignored. Fails only for configuration
-         * errors. */
+         * section sets one), "drain_grace_ms" ([exec] drain_grace_ms), "file_timeout_ms"
+         * (the bound of a file op) and "config_file" (the configuration file's path, when there
+         * is one: who may read a secret in it). Unknown keys are ignored. Fails only for
+         * configuration errors. */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Whether the backend can be used now; the answer arrives through cb. */
         void (*probe)(void *ctx, backend_probe_cb cb);

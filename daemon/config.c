@@ -89,6 +89,7 @@ static int config_parse_u64(const char *v, bool size, uint64_t *out);
 enum config_bkind {
         CB_STR,
         CB_UINT,
+        CB_INT,        /* a whole number, or -1 and below */
         CB_BOOL,       /* true/false, yes/no, on/off, 1/0 (any case) */
         CB_BOOL_OR_STR /* "off" or a path (docker agent) */
 };
@@ -129,11 +130,30 @@ static const struct {
         {"modal", "gateway_ready_timeout_ms", CB_UINT},
         {"modal", "gateway_poll_ms", CB_UINT},
         {"modal", "recreate", CB_BOOL},
+        /* daytona: ranges are checked by the backend (backends/daytona/daytona.c) */
+        {"daytona", "api_url", CB_STR},
+        {"daytona", "api_key", CB_STR},
+        {"daytona", "api_key_file", CB_STR},
+        {"daytona", "target", CB_STR},
+        {"daytona", "image", CB_STR},
+        {"daytona", "snapshot", CB_STR},
+        {"daytona", "network", CB_STR},
+        {"daytona", "auto_stop_minutes", CB_UINT},
+        {"daytona", "auto_archive_minutes", CB_UINT},
+        {"daytona", "auto_delete_minutes", CB_INT},
+        {"daytona", "max_auto_stop_minutes", CB_UINT},
+        {"daytona", "persistent", CB_BOOL},
+        {"daytona", "instance", CB_STR},
+        {"daytona", "remote_dir", CB_STR},
+        {"daytona", "create_timeout_s", CB_UINT},
+        {"daytona", "retries", CB_UINT},
+        {"daytona", "recreate", CB_BOOL},
 };
 
 static const char *const config_bkind_hint[] = {
         [CB_STR] = "a string",
         [CB_UINT] = "a whole number",
+        [CB_INT] = "a whole number (negative allowed)",
         [CB_BOOL] = "true or false",
         [CB_BOOL_OR_STR] = "a path or off",
 };
@@ -157,6 +177,8 @@ config_bvalue_ok(enum config_bkind kind, const char *v)
         switch (kind) {
         case CB_UINT:
                 return config_parse_u64(v, false, &n) == 0;
+        case CB_INT:
+                return config_parse_u64(v[0] == '-' ? v + 1 : v, false, &n) == 0;
         case CB_BOOL:
                 return config_bool_word(v);
         case CB_STR:

@@ -385,6 +385,9 @@ main_init_backends(struct sbx_error *err)
                  * orphan removal at start-up never touches another daemon's sandboxes. */
                 if (!json_object_get(cfg, "instance"))
                         json_object_set_new(cfg, "instance", json_string(g.state_dir));
+                /* A backend that takes a secret from the file checks who can read it. */
+                if (g.config->path)
+                        json_object_set_new(cfg, "config_file", json_string(g.config->path));
                 r = (*b)->init(g.loop, cfg, err);
                 json_decref(cfg);
                 if (r < 0) {

@@ -62,6 +62,8 @@ static const struct modal_key modal_keys[] = {
         MKS("ask_isolated", MK_DAEMON, loop, NULL, NULL),
         /* Given to every backend; modal's file ops are helper execs, bounded as execs are. */
         MKS("file_timeout_ms", MK_DAEMON, loop, NULL, NULL),
+        /* Given to every backend when there is a file; modal takes no secret from it. */
+        MKS("config_file", MK_DAEMON, loop, NULL, NULL),
 };
 
 /* Whether url is on this machine (plain http allowed only there: tokens go in headers). */

@@ -1,0 +1,689 @@
+/* daytona.c — Daytona backend: configuration and credentials, probe, and the backend_ops table
+ * (the only glue to backends/backend.h besides the entry points of the other files). */
+#include "backends/daytona/daytona.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "backends/credenv.h"
+#include "backends/daytona/daytona_int.h"
+
+#define DAYTONA_KEY_MAX       4096
+#define DAYTONA_CRED_FILE_MAX (64u << 10)
+#define DAYTONA_PROBE_MS      10000
+
+struct daytona_state daytona;
+
+enum dk_type {
+        DK_STR,
+        DK_INT,
+        DK_BOOL,
+        DK_OTHER, /* read elsewhere: credentials, the daemon's keys */
+};
+
+/* Every key of [backend.daytona]; anything else fails start-up. Documented in
+ * docs/backends/daytona.md, docs/configuration.md and sandboxd.conf(5) (a test checks). */
+#define DK(key, type, field, lo, hi)                                                               \
+        {                                                                                          \
+                key, type, offsetof(struct daytona_state, field), lo, hi                           \
+        }
+#define DKO(key)                                                                                   \
+        {                                                                                          \
+                key, DK_OTHER, 0, 0, 0                                                             \
+        }
+static const struct daytona_key {
+        const char *name;
+        enum dk_type type;
+        size_t off;
+        int64_t min, max;
+} daytona_keys[] = {
+        DKO("api_url"),
+        DKO("api_key"),
+        DKO("api_key_file"),
+        DKO("target"),
+        DK("image", DK_STR, image, 0, 0),
+        DK("snapshot", DK_STR, snapshot, 0, 0),
+        DK("network", DK_STR, network, 0, 0),
+        DK("auto_stop_minutes", DK_INT, auto_stop, 0, 525600),
+        DK("auto_archive_minutes", DK_INT, auto_archive, 0, 525600),
+        DK("auto_delete_minutes", DK_INT, auto_delete, -1, 525600),
+        DK("max_auto_stop_minutes", DK_INT, max_auto_stop, 0, 525600),
+        DK("persistent", DK_BOOL, persistent, 0, 0),
+        DK("instance", DK_STR, instance, 0, 0),
+        DK("remote_dir", DK_STR, remote_dir, 0, 0),
+        DK("create_timeout_s", DK_INT, create_timeout_s, 10, 86400),
+        DK("retries", DK_INT, retries, 0, 20),
+        DKO("recreate"),
+        DKO("ask_isolated"),
+};
+
+/* Added by the daemon (backend.h), never read from the file, which may not set it
+ * (daemon/config.c knows this section's keys): the configuration file's path, to tell
+ * whether an api_key in it is safe there. */
+#define DAYTONA_CONFIG_FILE_KEY "config_file"
+
+/* ---- configuration ---- */
+
+static int
+daytona_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+        char *end;
+        long long v;
+
+        if (!s || !*s)
+                return -EINVAL;
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (errno || *end || v < lo || v > hi)
+                return -EINVAL;
+        *out = v;
+        return 0;
+}
+
+static int
+daytona_parse_bool(const char *s, bool *out)
+{
+        static const char *const yes[] = {"true", "yes", "on", "1"};
+        static const char *const no[] = {"false", "no", "off", "0"};
+
+        for (size_t i = 0; s && i < ARRAY_SIZE(yes); i++) {
+                if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+                        *out = !strcasecmp(s, yes[i]);
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+/* A config value as a string (the INI gives strings; JSON booleans/integers are accepted). */
+static const char *
+daytona_cfg_str(json_t *v, char *tmp, size_t n)
+{
+        if (json_is_string(v))
+                return json_string_value(v);
+        if (json_is_integer(v)) {
+                snprintf(tmp, n, "%lld", (long long) json_integer_value(v));
+                return tmp;
+        }
+        if (json_is_boolean(v))
+                return json_is_true(v) ? "true" : "false";
+        return NULL;
+}
+
+static const struct daytona_key *
+daytona_key(const char *name)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(daytona_keys); i++)
+                if (!strcmp(daytona_keys[i].name, name))
+                        return &daytona_keys[i];
+        return NULL;
+}
+
+/* Applies one key of the table. */
+static int
+daytona_cfg_one(const struct daytona_key *k, const char *v, struct sbx_error *err)
+{
+        void *field = (char *) &daytona + k->off;
+        bool b;
+
+        switch (k->type) {
+        case DK_STR:
+                free(*(char **) field);
+                *(char **) field = *v ? xstrdup(v) : NULL;
+                return 0;
+        case DK_INT:
+                if (daytona_parse_int(v, k->min, k->max, (int64_t *) field) == 0)
+                        return 0;
+                sbx_error_param(err, k->name,
+                                "[backend.daytona] %s = '%s': expected a whole "
+                                "number from %lld to %lld",
+                                k->name, v, (long long) k->min, (long long) k->max);
+                return -EINVAL;
+        case DK_BOOL:
+                if (daytona_parse_bool(v, &b) == 0) {
+                        *(bool *) field = b;
+                        return 0;
+                }
+                sbx_error_param(err, k->name, "[backend.daytona] %s = '%s': expected true or false",
+                                k->name, v);
+                return -EINVAL;
+        case DK_OTHER:
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* Walks the section: malformed values fail. Unknown keys are the daemon's (drain_grace_ms,
+ * …) or were refused when the file was read, with their line. */
+static int
+daytona_cfg_keys(json_t *config, struct sbx_error *err)
+{
+        const char *name;
+        json_t *v;
+        char tmp[32];
+        bool b;
+
+        json_object_foreach(config, name, v)
+        {
+                const struct daytona_key *k = daytona_key(name);
+                const char *s = daytona_cfg_str(v, tmp, sizeof(tmp));
+                if (!k)
+                        continue;
+                if (!s) {
+                        sbx_error_param(err, name, "[backend.daytona] %s must be a string", name);
+                        return -EINVAL;
+                }
+                if (!strcmp(name, "recreate") && daytona_parse_bool(s, &b) < 0) {
+                        sbx_error_param(err, name,
+                                        "[backend.daytona] recreate must be true or "
+                                        "false");
+                        return -EINVAL;
+                }
+                if (daytona_cfg_one(k, s, err) < 0)
+                        return -EINVAL;
+        }
+        if (daytona.network && strcmp(daytona.network, "none") &&
+            strcmp(daytona.network, "bridge")) {
+                sbx_error_param(err, "network",
+                                "[backend.daytona] network = '%s': expected none "
+                                "or bridge",
+                                daytona.network);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* ---- credentials ---- */
+
+static void daytona_no_key(const char *hint, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static void
+daytona_no_key(const char *hint, const char *fmt, ...)
+{
+        va_list ap;
+
+        free(daytona.key_reason);
+        free(daytona.key_hint);
+        va_start(ap, fmt);
+        daytona.key_reason = xvasprintf(fmt, ap);
+        va_end(ap);
+        daytona.key_hint = xstrdup(hint);
+}
+
+/* Whether a key can go into a header: printable ASCII without spaces. */
+static bool
+daytona_key_ok(const char *k)
+{
+        size_t n = strlen(k);
+
+        if (!n || n > DAYTONA_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) k[i] <= 0x20 || (unsigned char) k[i] >= 0x7f)
+                        return false;
+        return true;
+}
+
+static void
+daytona_set_key(const char *key, const char *source)
+{
+        if (!daytona_key_ok(key)) {
+                daytona_no_key("the key is one word of printable ASCII; copy it again from "
+                               "https://app.daytona.io/dashboard/keys",
+                               "the Daytona API key from %s is malformed", source);
+                return;
+        }
+        daytona.key = xstrdup(key);
+        daytona.auth = xasprintf("Authorization: Bearer %s", key);
+        daytona.key_source = xstrdup(source);
+}
+
+/* Opens a file that must be a regular file of the daemon's user, readable by nobody else. */
+static int
+daytona_open_private(const char *path, const char *what, int *fd_out)
+{
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+
+        if (fd < 0) {
+                daytona_no_key("create it (one line: the key, or DAYTONA_API_KEY=...), owned by "
+                               "the daemon's user, mode 0600",
+                               "cannot open %s %s: %s", what, path, strerror(errno));
+                return -1;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > DAYTONA_CRED_FILE_MAX ||
+            (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 077)) {
+                daytona_no_key("chown it to the daemon's user and chmod 600 it",
+                               "%s %s is not a private regular file of the daemon's user (mode "
+                               "%04o, owner %u): a key there could be read by others",
+                               what, path, (unsigned) (st.st_mode & 07777), (unsigned) st.st_uid);
+                close(fd);
+                return -1;
+        }
+        *fd_out = fd;
+        return 0;
+}
+
+/* "KEY=VALUE" (quotes optional) or a bare key; names known to the SDK only. */
+static int
+daytona_cred_line(char *line, json_t *out)
+{
+        static const char *const names[] = {"DAYTONA_API_KEY", "DAYTONA_API_URL", "DAYTONA_TARGET"};
+        char *eq = strchr(line, '='), *v;
+        size_t n;
+
+        if (!eq) {
+                json_object_set_new(out, "DAYTONA_API_KEY", json_string(line));
+                return 0;
+        }
+        *eq = '\0';
+        v = eq + 1;
+        n = strlen(v);
+        if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+                v[n - 1] = '\0';
+                v++;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                if (!strcmp(line, names[i])) {
+                        json_object_set_new(out, line, json_string(v));
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+/* Reads a credentials file into an object of its names (new), or NULL (key_reason set). */
+static json_t *
+daytona_cred_file(const char *path)
+{
+        char buf[DAYTONA_CRED_FILE_MAX + 1], *save = NULL, *line;
+        json_t *out;
+        ssize_t n;
+        int fd;
+
+        if (daytona_open_private(path, "api_key_file", &fd) < 0)
+                return NULL;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n < 0) {
+                daytona_no_key("check the file", "cannot read api_key_file %s", path);
+                return NULL;
+        }
+        buf[n] = '\0';
+        out = json_object();
+        for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+                line += strspn(line, " \t");
+                if (!*line || *line == '#')
+                        continue;
+                if (!strncmp(line, "export ", 7))
+                        line += 7;
+                if (daytona_cred_line(line, out) < 0) {
+                        daytona_no_key("use DAYTONA_API_KEY, DAYTONA_API_URL and DAYTONA_TARGET "
+                                       "only",
+                                       "api_key_file %s names an unknown variable", path);
+                        json_decref(out);
+                        return NULL;
+                }
+        }
+        return out;
+}
+
+/* api_key in the configuration file is accepted only when nobody else can read that file. */
+static void
+daytona_key_in_config(const char *key, const char *cfg_path)
+{
+        struct stat st;
+
+        if (!cfg_path || stat(cfg_path, &st) < 0 || (st.st_mode & 077) ||
+            (st.st_uid != geteuid() && st.st_uid != 0)) {
+                daytona_no_key("move the key to api_key_file (mode 0600), or chmod 600 the "
+                               "configuration file",
+                               "api_key is set in %s, which others can read (mode %04o)",
+                               cfg_path ? cfg_path : "the configuration",
+                               cfg_path ? (unsigned) (st.st_mode & 07777) : 0u);
+                return;
+        }
+        daytona_set_key(key, "api_key in the configuration file");
+}
+
+/* Key, URL and target: [backend.daytona], then api_key_file, then the daemon's environment. A
+ * key source that is configured but unusable is an error, never a fall-back to the next. */
+static void
+daytona_credentials(json_t *config, json_t *cred)
+{
+        const char *file = json_string_value(json_object_get(config, "api_key_file"));
+        const char *key = json_string_value(json_object_get(config, "api_key"));
+        const char *env = credenv_get("DAYTONA_API_KEY");
+
+        if (file && *file) {
+                const char *k = json_string_value(json_object_get(cred, "DAYTONA_API_KEY"));
+                char *src = xasprintf("api_key_file %s", file);
+                if (k)
+                        daytona_set_key(k, src);
+                else if (!daytona.key_reason)
+                        daytona_no_key("put the key in it (one line, or DAYTONA_API_KEY=...)",
+                                       "api_key_file %s holds no key", file);
+                free(src);
+        } else if (key && *key) {
+                daytona_key_in_config(
+                        key, json_string_value(json_object_get(config, DAYTONA_CONFIG_FILE_KEY)));
+        } else if (env && *env) {
+                daytona_set_key(env, "the daemon's environment (DAYTONA_API_KEY)");
+        } else {
+                daytona_no_key("set api_key_file = PATH (a file of the daemon's user, mode 0600, "
+                               "holding the key) in [backend.daytona] of sandboxd.conf, or "
+                               "DAYTONA_API_KEY in the daemon's environment",
+                               "no Daytona API key is configured");
+        }
+}
+
+static char *
+daytona_pick(json_t *config, const char *key, json_t *cred, const char *cred_name,
+             const char *const *envs, const char *dflt)
+{
+        const char *v = json_string_value(json_object_get(config, key));
+
+        if (!v || !*v)
+                v = json_string_value(json_object_get(cred, cred_name));
+        for (; (!v || !*v) && envs && *envs; envs++)
+                v = credenv_get(*envs);
+        if (!v || !*v)
+                v = dflt;
+        return v ? xstrdup(v) : NULL;
+}
+
+static int
+daytona_cfg_endpoints(json_t *config, json_t *cred, struct sbx_error *err)
+{
+        static const char *const url_envs[] = {"DAYTONA_API_URL", "DAYTONA_SERVER_URL", NULL};
+        static const char *const target_envs[] = {"DAYTONA_TARGET", NULL};
+        size_t n;
+
+        daytona.api_url = daytona_pick(config, "api_url", cred, "DAYTONA_API_URL", url_envs,
+                                       DAYTONA_DEFAULT_URL);
+        n = strlen(daytona.api_url);
+        while (n && daytona.api_url[n - 1] == '/')
+                daytona.api_url[--n] = '\0';
+        if (!daytona_url_ok(daytona.api_url)) {
+                sbx_error_param(err, "api_url",
+                                "[backend.daytona] api_url '%s' must be https:// "
+                                "(http:// only to 127.0.0.1, localhost or [::1]): the API key "
+                                "travels in every request",
+                                daytona.api_url);
+                return -EINVAL;
+        }
+        daytona.target = daytona_pick(config, "target", cred, "DAYTONA_TARGET", target_envs, NULL);
+        if (daytona.target && !daytona_id_ok(daytona.target)) {
+                sbx_error_param(err, "target", "[backend.daytona] target '%s' is not a region name",
+                                daytona.target);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static void
+daytona_free_config(void)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(daytona_keys); i++)
+                if (daytona_keys[i].type == DK_STR)
+                        free(*(char **) ((char *) &daytona + daytona_keys[i].off));
+        free(daytona.api_url);
+        free(daytona.auth);
+        free(daytona.key);
+        free(daytona.key_source);
+        free(daytona.key_reason);
+        free(daytona.key_hint);
+        free(daytona.target);
+}
+
+static void
+daytona_defaults(uv_loop_t *loop)
+{
+        memset(&daytona, 0, sizeof(daytona));
+        daytona.loop = loop;
+        list_init(&daytona.sandboxes);
+        list_init(&daytona.calls);
+        daytona.network = xstrdup("none");
+        daytona.remote_dir = xstrdup("/tmp/.sandboxd");
+        daytona.auto_stop = 15;
+        daytona.auto_archive = 1440;
+        daytona.auto_delete = 10080;
+        daytona.max_auto_stop = 1440;
+        daytona.create_timeout_s = 600;
+        daytona.retries = 5;
+}
+
+static int
+daytona_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
+{
+        const char *file;
+        json_t *cred = NULL;
+        int rc;
+
+        if (daytona.initialised)
+                return 0;
+        daytona_free_config();
+        daytona_defaults(loop);
+        if (daytona_cfg_keys(config, err) < 0)
+                return -EINVAL;
+        if (!daytona.remote_dir || daytona.remote_dir[0] != '/' ||
+            strpbrk(daytona.remote_dir, "'\"\\$`\n")) {
+                sbx_error_param(err, "remote_dir",
+                                "[backend.daytona] remote_dir must be an "
+                                "absolute path without quotes, $, ` or backslashes");
+                return -EINVAL;
+        }
+        file = json_string_value(json_object_get(config, "api_key_file"));
+        if (file && *file)
+                cred = daytona_cred_file(file);
+        rc = daytona_cfg_endpoints(config, cred, err);
+        if (rc == 0 && !daytona.key_reason)
+                daytona_credentials(config, cred);
+        json_decref(cred);
+        if (rc < 0)
+                return rc;
+        daytona.http = http_multi_acquire(loop);
+        daytona.initialised = true;
+        return 0;
+}
+
+static void
+daytona_shutdown(void)
+{
+        if (!daytona.initialised)
+                return;
+        daytona_exec_shutdown();
+        daytona_sandbox_shutdown();
+        daytona_call_end_all("the daemon is shutting down");
+        daytona.initialised = false;
+        http_multi_release(daytona.http);
+        daytona.http = NULL;
+}
+
+/* ---- probe ---- */
+
+struct daytona_probe {
+        void *ctx;
+        backend_probe_cb cb;
+};
+
+static json_t *
+daytona_details(void)
+{
+        return json_pack("{s:s,s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:I,s:I,s:b}", "api_url",
+                         daytona.api_url, "target", daytona.target, "credential_source",
+                         daytona.key_source, "image", daytona.image, "snapshot", daytona.snapshot,
+                         "network", daytona.network, "auto_stop_minutes",
+                         (json_int_t) daytona.auto_stop, "auto_archive_minutes",
+                         (json_int_t) daytona.auto_archive, "auto_delete_minutes",
+                         (json_int_t) daytona.auto_delete, "persistent", daytona.persistent);
+}
+
+/* Whether the key's permissions (when the server lists them) allow what sandboxd does. */
+static const char *
+daytona_missing_permission(json_t *perms)
+{
+        static const char *const need[] = {"write:sandboxes", "delete:sandboxes"};
+        size_t i, j;
+        json_t *p;
+
+        if (!json_is_array(perms))
+                return NULL;
+        for (i = 0; i < ARRAY_SIZE(need); i++) {
+                bool found = false;
+                json_array_foreach(perms, j, p) found |=
+                        json_is_string(p) && !strcmp(json_string_value(p), need[i]);
+                if (!found)
+                        return need[i];
+        }
+        return NULL;
+}
+
+static void
+daytona_probe_cb(void *ctx, const struct daytona_res *res)
+{
+        struct daytona_probe *pr = ctx;
+        json_t *details = daytona_details(), *perms = json_object_get(res->body, "permissions");
+        const char *missing = daytona_missing_permission(perms);
+        struct sbx_error err = {0};
+
+        if (res->status == 200 && !missing) {
+                json_object_set(details, "key_name", json_object_get(res->body, "name"));
+                json_object_set(details, "key_expires_at", json_object_get(res->body, "expiresAt"));
+                pr->cb(pr->ctx, true, NULL, NULL, details);
+        } else if (res->status == 200) {
+                char *reason = xasprintf("the API key lacks the permission %s", missing);
+                pr->cb(pr->ctx, false, reason,
+                       "create a key with write:sandboxes and delete:sandboxes", details);
+                free(reason);
+        } else {
+                daytona_error(&err, "check the API key", res, false);
+                const char *reason = json_string_value(json_object_get(err.data, "reason"));
+                const char *hint = json_string_value(json_object_get(err.data, "hint"));
+                pr->cb(pr->ctx, false, reason ? reason : err.message,
+                       hint ? hint : "check api_url and that this machine can reach it", details);
+        }
+        sbx_error_clear(&err);
+        free(pr);
+}
+
+static void
+daytona_probe(void *ctx, backend_probe_cb cb)
+{
+        struct daytona_req r = {.idempotent = true, .timeout_ms = DAYTONA_PROBE_MS, .once = true};
+        struct daytona_probe *pr;
+        char *url;
+
+        if (!daytona.initialised) {
+                cb(ctx, false, "the daytona backend is not initialised", NULL, json_object());
+                return;
+        }
+        if (!daytona.auth) {
+                cb(ctx, false, daytona.key_reason, daytona.key_hint, daytona_details());
+                return;
+        }
+        pr = xcalloc(1, sizeof(*pr));
+        pr->ctx = ctx;
+        pr->cb = cb;
+        url = daytona_api_url("/api-keys/current");
+        r.url = url;
+        if (daytona_call(&r, daytona_probe_cb, pr, NULL) < 0) {
+                cb(ctx, false, "cannot start a request to the Daytona API",
+                   "libcurl (libcurl4) must be installed", daytona_details());
+                free(pr);
+        }
+        free(url);
+}
+
+/* ---- the vtables (backend.h v2): all the rest of the backend is behind these ---- */
+
+#define DP(bp) ((struct daytona_proc *) (bp)) /* base is its first member */
+
+static int
+daytona_op_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
+                 const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+                 struct sbx_error *err)
+{
+        struct daytona_proc *p = NULL;
+        int rc = daytona_exec_start(bsb, spec, cbs, ctx, &p, err);
+
+        *ret = rc < 0 ? NULL : daytona_exec_base(p);
+        return rc;
+}
+
+static int
+daytona_op_write(struct backend_proc *bp, const void *data, size_t len, bool eof)
+{
+        return daytona_exec_write(DP(bp), data, len, eof);
+}
+
+static int
+daytona_op_signal(struct backend_proc *bp, int sig)
+{
+        return daytona_exec_signal(DP(bp), sig);
+}
+
+static void
+daytona_op_kill(struct backend_proc *bp, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+{
+        daytona_exec_kill(DP(bp), grace_ms, ctx, cb);
+}
+
+static void
+daytona_op_pause(struct backend_proc *bp)
+{
+        daytona_exec_pause(DP(bp));
+}
+
+static void
+daytona_op_resume(struct backend_proc *bp)
+{
+        daytona_exec_resume(DP(bp));
+}
+
+static int
+daytona_op_resize(struct backend_proc *bp, unsigned short rows, unsigned short cols)
+{
+        return daytona_exec_resize(DP(bp), rows, cols);
+}
+
+static void
+daytona_op_release(struct backend_proc *bp)
+{
+        daytona_exec_release(DP(bp));
+}
+
+/* No save: an exec does not outlive the daemon (see docs/backends/daytona.md). */
+const struct backend_proc_ops daytona_proc_ops = {
+        .write = daytona_op_write,
+        .signal = daytona_op_signal,
+        .kill = daytona_op_kill,
+        .pause = daytona_op_pause,
+        .resume = daytona_op_resume,
+        .resize = daytona_op_resize,
+        .release = daytona_op_release,
+};
+
+const struct backend_ops daytona_backend_ops = {
+        .name = DAYTONA_NAME,
+        .caps = 0, /* commands run in Daytona's cloud, never on the host */
+        .init = daytona_init,
+        .probe = daytona_probe,
+        .create = daytona_create,
+        .save = daytona_save,
+        .adopt = daytona_adopt,
+        .destroy = daytona_destroy,
+        .reap_orphans = daytona_reap_orphans,
+        .exec_start = daytona_op_start,
+        .file_read = daytona_file_read,
+        .file_write = daytona_file_write,
+        .shutdown = daytona_shutdown,
+};

@@ -1,0 +1,201 @@
+/* daytona_cmd.c — exec wrapper, kill command and stdin encoding for Daytona sandboxes. */
+#include "backends/daytona/daytona_cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/remote_sh.h"
+
+/* Runs in a subshell of the session shell; the variables n d p s c i m and the positional
+ * parameters (environment, then argv) are set before it. A redirection that fails on `exec`
+ * or another special built-in (`:`) ends a non-interactive dash, so files are tested first and
+ * the guard is created by `true`. Every external program costs a fork and an exec in the
+ * sandbox, so there are few: setsid and env (and mkdir once, mkfifo for a relay, od for the
+ * state); the files are removed later, in batches, by the backend (daytona_cmd_cleanup). */
+static const char daytona_cmd_body[] =
+        "e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&2; }\n"
+        "[ -d \"$d\" ] || mkdir -p \"$d\" 2>/dev/null\n"
+        "set -C\n"
+        "if ! { true >\"$p\"; } 2>/dev/null; then set +C; e d; exit 0; fi\n"
+        "set +C\n"
+        "x=\n"
+        "for a; do case $a in PATH=*) x=${a#PATH=};; *=*) ;; *) break;; esac; done\n"
+        "if [ -n \"$c\" ] && ! cd \"$c\" 2>/dev/null; then e f cwd; exit 0; fi\n"
+        "o=$PATH\n"
+        "[ -n \"$x\" ] && PATH=$x\n"
+        "command -v \"$a\" >/dev/null 2>&1 || { PATH=$o; e f argv; exit 0; }\n"
+        "PATH=$o\n"
+        "r=\n"
+        "case $i in\n"
+        "n) exec 3</dev/null ;;\n"
+        "f) [ -r \"$p.in\" ] || { e f stdin; exit 0; }; exec 3<\"$p.in\" ;;\n"
+        "r) mkfifo \"$p.fifo\" 2>/dev/null || { e f stdin; exit 0; }\n"
+        "   exec 4<&0\n"
+        "   (k=0; while IFS= read -r l; do q=${l%% *}; q=${q#?}; [ \"$q\" -gt \"$k\" ] "
+        "2>/dev/null || continue; k=$q; case $l in e*) break;; d*) printf '%b' \"${l#* }\";; "
+        "esac; done) <&4 >\"$p.fifo\" &\n"
+        "   r=$!\n"
+        "   exec 3<\"$p.fifo\" 4<&- ;;\n"
+        "esac\n"
+        "S=\n"
+        "command -v setsid >/dev/null 2>&1 && S=setsid\n"
+        "if [ \"$m\" = 1 ]; then\n"
+        "  (read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; exec $S env -i \"$@\") <&3 3<&- "
+        "2>&1\n"
+        "else\n"
+        "  (read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; exec $S env -i \"$@\") <&3 3<&-\n"
+        "fi\n"
+        "t=$?\n"
+        "[ -n \"$r\" ] && kill \"$r\" 2>/dev/null\n"
+        "exec 3<&-\n"
+        /* The pid may be reused now: a kill from here on finds no tree. The file stays as the
+         * guard against a second start. */
+        "true >\"$p\"\n"
+        "printf '%s x %s\\n' \"$n\" \"$t\"\n"
+        "[ -n \"$s\" ] && [ -f \"$s\" ] && od -An -v -tx1 \"$s\"\n"
+        "printf '%s z\\n' \"$n\"\n"
+        "printf '%s\\n' \"$n\" >&2\n";
+
+/* Appends s in single quotes ('\'' for a quote inside). */
+void
+daytona_cmd_quote(struct buf *b, const char *s)
+{
+        buf_append(b, "'", 1);
+        for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+                buf_append(b, s, (size_t) (q - s));
+                buf_append(b, "'\\''", 4);
+        }
+        buf_append(b, s, strlen(s));
+        buf_append(b, "'", 1);
+}
+
+static void
+daytona_cmd_var(struct buf *b, const char *name, const char *value)
+{
+        buf_appendf(b, "%s=", name);
+        daytona_cmd_quote(b, value ? value : "");
+        buf_append(b, "\n", 1);
+}
+
+/* The pid file of an exec. */
+char *
+daytona_cmd_pidfile(const char *dir, const char *exec_id)
+{
+        return xasprintf("%s/%s.pid", dir, exec_id);
+}
+
+/* The session command text. */
+char *
+daytona_cmd_build(const struct daytona_cmd *c)
+{
+        static const char modes[] = {[DAYTONA_STDIN_NONE] = 'n',
+                                     [DAYTONA_STDIN_FILE] = 'f',
+                                     [DAYTONA_STDIN_RELAY] = 'r'};
+        char *pid = daytona_cmd_pidfile(c->dir, c->exec_id);
+        struct buf b = {0};
+
+        buf_append(&b, "(\n", 2);
+        daytona_cmd_var(&b, "n", c->nonce);
+        daytona_cmd_var(&b, "d", c->dir);
+        daytona_cmd_var(&b, "p", pid);
+        daytona_cmd_var(&b, "s", c->state);
+        daytona_cmd_var(&b, "c", c->cwd);
+        buf_appendf(&b, "i=%c\nm=%d\nset --", modes[c->in], c->merge_stderr ? 1 : 0);
+        for (char *const *e = c->envp; e && *e; e++) {
+                buf_append(&b, " ", 1);
+                daytona_cmd_quote(&b, *e);
+        }
+        for (char *const *a = c->argv; *a; a++) {
+                buf_append(&b, " ", 1);
+                daytona_cmd_quote(&b, *a);
+        }
+        buf_append(&b, "\n", 1);
+        buf_append(&b, daytona_cmd_body, sizeof(daytona_cmd_body) - 1);
+        buf_append(&b, ")\n", 3); /* with the NUL */
+        free(pid);
+        return b.data;
+}
+
+/* The tree signal/kill command for /process/execute: remote_sh_kill's argv, quoted. */
+char *
+daytona_cmd_kill(const char *mode, int sig, const char *pidfile, unsigned grace_ms)
+{
+        struct remote_sh_kill_argv ka;
+        struct buf b = {0};
+
+        remote_sh_kill_args(&ka, mode, sig, pidfile, grace_ms);
+        for (char **a = ka.argv; *a; a++) {
+                if (a != ka.argv)
+                        buf_append(&b, " ", 1);
+                daytona_cmd_quote(&b, *a);
+        }
+        buf_append(&b, "\n", 2); /* with the NUL */
+        return b.data;
+}
+
+/* One relay line: "d<seq> " and the bytes, printable ASCII as they are, the rest as \0ooo;
+ * "e<seq>" for the EOF. The relay skips a line whose seq is not above the last it took. */
+char *
+daytona_cmd_input(unsigned seq, const void *data, size_t len)
+{
+        const unsigned char *p = data;
+        struct buf b = {0};
+
+        if (!data)
+                return xasprintf("e%u", seq);
+        buf_reserve(&b, len * 5 + 16);
+        buf_appendf(&b, "d%u ", seq);
+        for (size_t i = 0; i < len; i++) {
+                if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\')
+                        buf_append(&b, &p[i], 1);
+                else
+                        buf_appendf(&b, "\\0%03o", p[i]);
+        }
+        buf_append(&b, "", 1);
+        return b.data;
+}
+
+/* The command that removes the files of ended execs (ids: NULL-terminated), run through
+ * /process/execute; new. */
+char *
+daytona_cmd_cleanup(const char *dir, const char *const *ids)
+{
+        struct buf b = {0};
+
+        buf_append(&b, "rm -f --", 8);
+        for (; *ids; ids++) {
+                static const char *const ext[] = {".pid", ".pid.in", ".pid.fifo", ".state"};
+                for (size_t i = 0; i < ARRAY_SIZE(ext); i++) {
+                        char *f = xasprintf("%s/%s%s", dir, *ids, ext[i]);
+                        buf_append(&b, " ", 1);
+                        daytona_cmd_quote(&b, f);
+                        free(f);
+                }
+        }
+        buf_append(&b, "\n", 2);
+        return b.data;
+}
+
+/* Checks the execve bounds and that argv[0] cannot be taken for an assignment by env. */
+const char *
+daytona_cmd_check(char *const *argv, char *const *envp)
+{
+        size_t total = 0;
+
+        if (!argv || !argv[0] || !argv[0][0])
+                return "argv is empty";
+        if (strchr(argv[0], '='))
+                return "argv[0] contains '=' (env(1) would take it for a variable)";
+        for (int v = 0; v < 2; v++) {
+                for (char *const *a = v ? envp : argv; a && *a; a++) {
+                        size_t n = strlen(*a);
+                        if (n > DAYTONA_ARG_MAX)
+                                return "one argument or variable is longer than 128 KiB";
+                        total += n + 1 + sizeof(char *);
+                }
+        }
+        if (total > DAYTONA_ARGS_MAX)
+                return "the arguments and environment together exceed 1.5 MiB";
+        return NULL;
+}

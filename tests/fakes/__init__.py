@@ -1,0 +1,1 @@
+"""Fakes of the services sandboxd's tests cannot run here (Daytona API, …)."""

@@ -1,0 +1,507 @@
+"""Daytona backend through the daemon socket, against the fake Daytona (tests/fakes/daytona).
+
+The fake follows Daytona's wire format (paths, fields, status codes, error bodies, the 202 of
+asynchronous commands, labelled logs, the WebSocket follow stream) and runs the commands on
+this machine, as the test's user, in a directory per sandbox; so what a command does can be
+checked on the host (files, processes). Failures are injected per test.
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from harness import SANDBOXD, Daemon, RpcError, b64
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fakes.daytona import FakeDaytona  # noqa: E402
+
+
+def private_file(path, text):
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(text)
+    return path
+
+
+class FakeTest(unittest.TestCase):
+    """A fake Daytona and a daemon using it, per class."""
+
+    extra = ""      # more [backend.daytona] lines
+    use_file = True  # the key in api_key_file (else DAYTONA_API_KEY in the daemon's environment)
+    log_level = "info"
+
+    @classmethod
+    def start_daemon(cls, state_dir=None):
+        conf = "[daemon]\nlog_level = %s\n[backend.daytona]\napi_url = %s\nremote_dir = %s\n%s" % (
+            cls.log_level, cls.fake.url, cls.remote, cls.extra)
+        env = {}
+        if cls.use_file:
+            conf += "api_key_file = %s\n" % cls.keyfile
+        else:
+            env["DAYTONA_API_KEY"] = cls.fake.key
+        return Daemon(conf, env=env, state_dir=state_dir)
+
+    @classmethod
+    def setUpClass(cls):
+        # Class cleanups run even when setUpClass fails (a daemon that does not start).
+        cls.root = tempfile.mkdtemp(prefix="sbx-daytona-")
+        cls.addClassCleanup(shutil.rmtree, cls.root, ignore_errors=True)
+        os.chmod(cls.root, 0o755)
+        cls.fake = FakeDaytona(os.path.join(cls.root, "fake")).start()
+        cls.addClassCleanup(cls.fake.stop)
+        cls.keyfile = private_file(os.path.join(cls.root, "key"), cls.fake.key + "\n")
+        cls.remote = os.path.join(cls.root, "remote")
+        # Outside the daemon's directory, which goes when it stops: a restart keeps it.
+        cls.daemon = cls.start_daemon(state_dir=os.path.join(cls.root, "state"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def setUp(self):
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        self.c.close()
+
+    def create(self, **params):
+        params.setdefault("backend", "daytona")
+        return self.c.call("sandbox.create", params)
+
+    def exec(self, sandbox, **params):
+        params["sandbox"] = sandbox
+        return self.c.call("exec", params)
+
+    def mark(self):
+        """Where the fake's request log is now (counts below are from here)."""
+        with self.fake.lock:
+            self._mark = len(self.fake.requests)
+
+    def since(self, method, pattern):
+        with self.fake.lock:
+            return [r for r in self.fake.requests[self._mark:]
+                    if r[0] == method and re.search(pattern, r[1])]
+
+    def box(self, sbx):
+        """The fake's sandbox behind a sandboxd sandbox object."""
+        return self.fake.find(sbx["details"]["sandbox_id"])
+
+    def assertError(self, code, method, params, pattern=None):
+        with self.assertRaises(RpcError) as cm:
+            self.c.call(method, params)
+        self.assertEqual(cm.exception.code, code, cm.exception.message)
+        if pattern:
+            self.assertRegex(cm.exception.message, pattern)
+        return cm.exception
+
+
+class TestLifecycle(FakeTest):
+    def test_backend_list(self):
+        b = [x for x in self.c.call("backend.list")["backends"] if x["name"] == "daytona"][0]
+        self.assertTrue(b["available"], b)
+        self.assertEqual(b["details"]["api_url"], self.fake.url)
+        self.assertIn("api_key_file", b["details"]["credential_source"])
+        self.assertNotIn(self.fake.key, json.dumps(b))
+
+    def test_create_exec_destroy(self):
+        sbx = self.create(name="life", image="python:3.12", labels={"team": "t1"},
+                          resources={"cpus": 1.5, "memory_mb": 1500, "disk_mb": 3000})
+        body = json.loads(self.fake.requests_to("POST", r"/api/sandbox$")[-1][3])
+        self.assertEqual(body["buildInfo"], {"dockerfileContent": "FROM python:3.12\n"})
+        self.assertEqual((body["cpu"], body["memory"], body["disk"]), (2, 2, 3))
+        self.assertEqual((body["autoStopInterval"], body["autoArchiveInterval"],
+                          body["autoDeleteInterval"]), (15, 1440, 10080))
+        self.assertTrue(body["networkBlockAll"])
+        self.assertEqual(body["name"], "sandboxd-" + sbx["id"])
+        labels = body["labels"]
+        self.assertEqual(labels["team"], "t1")
+        self.assertEqual(labels["sandboxd.sandbox"], sbx["id"])
+        self.assertEqual(labels["sandboxd.owner"], str(os.getuid()))
+        self.assertEqual(labels["sandboxd.instance"], self.daemon.state)
+        phases = {n["params"]["phase"] for n in self.c.notifications
+                  if n["method"] == "sandbox.progress"}
+        self.assertEqual(phases, {"build", "start"})
+        self.assertFalse(sbx["host_access"])
+        r = self.exec("life", command="echo out; echo err >&2; printf tail; exit 3")
+        self.assertEqual((r["exit_code"], r["stdout"], r["stderr"]), (3, "out\ntail", "err\n"))
+        r = self.exec("life", argv=["sh", "-c", "printf '%s' \"$0\"", "a b"], merge_stderr=True)
+        self.assertEqual(r["stdout"], "a b")
+        box = self.box(sbx)
+        self.c.call("sandbox.destroy", {"id": "life"})
+        self.assertIsNone(self.fake.find(box.id))
+        self.assertEqual(len(self.fake.requests_to("DELETE", r"/api/sandbox/" + box.id)), 1)
+
+    def test_shell_state_and_environment(self):
+        sbx = self.create(name="state", env={"FROM_SPEC": "1"})
+        home = self.box(sbx).home
+        self.exec("state", command="mkdir -p sub && cd sub && export KEEP=kept")
+        r = self.exec("state", command='pwd; echo "$KEEP $FROM_SPEC $HOME"; env | grep -c =')
+        lines = r["stdout"].split("\n")
+        self.assertEqual(lines[0], os.path.realpath(os.path.join(home, "sub")))
+        self.assertEqual(lines[1], "kept 1 " + home)
+        r = self.exec("state", command="pwd", cwd="/", env={"ONLY": "x"})
+        self.assertEqual(r["stdout"], "/\n")
+        r = self.exec("state", command='pwd; echo "${ONLY-unset}"')
+        self.assertEqual(r["stdout"].split("\n")[1], "unset")
+        self.c.call("sandbox.destroy", {"id": "state"})
+
+    def test_streaming_before_the_end(self):
+        self.create(name="stream")
+        flag = os.path.join(self.root, "go-on")
+        rid = 4242
+        self.c.send({"jsonrpc": "2.0", "id": rid, "method": "exec", "params": {
+            "sandbox": "stream", "command": "echo first; while [ ! -e %s ]; do sleep 0.05; done;"
+            " echo second" % flag}})
+        while True:  # the first line arrives while the command still runs
+            m = self.c.read()
+            if m.get("method") == "exec.output":
+                self.assertEqual(m["params"]["data"], "first\n")
+                break
+            self.assertNotEqual(m.get("id"), rid, m)
+        open(flag, "w").close()
+        r = self.c.wait_response(rid)["result"]
+        self.assertEqual(r["stdout"], "first\nsecond\n")
+        self.c.call("sandbox.destroy", {"id": "stream"})
+
+    def test_stdin(self):
+        self.create(name="in")
+        r = self.exec("in", argv=["cat"], stdin="piped text\n")
+        self.assertEqual(r["stdout"], "piped text\n")
+        raw = bytes(range(256))
+        r = self.exec("in", argv=["od", "-An", "-v", "-tx1"], stdin_base64=b64(raw))
+        self.assertEqual(bytes.fromhex(r["stdout"].replace("\n", " ")), raw)
+        bg = self.exec("in", argv=["sh", "-c", "wc -c; od -An -c | head -1"], stdin_open=True,
+                       background=True)
+        self.c.call("process.write", {"exec_id": bg["exec_id"], "data": "no newline"})
+        self.c.call("process.write", {"exec_id": bg["exec_id"], "data_base64": b64(b"\0\n"),
+                                      "eof": True})
+        w = self.c.call("process.wait", {"exec_id": bg["exec_id"], "timeout_ms": 30000})
+        self.assertEqual(w["exit_code"], 0, w)
+        out = self.c.call("process.read", {"exec_id": bg["exec_id"]})["data"]
+        self.assertEqual(out.split("\n")[0].strip(), "12")  # what was written, EOF reached
+        self.c.call("sandbox.destroy", {"id": "in"})
+
+    def test_timeout_kills_the_tree_not_the_sandbox(self):
+        sbx = self.create(name="tmo")
+        pidfile = os.path.join(self.box(sbx).home, "bg.pid")
+        r = self.exec("tmo", command="sleep 300 & echo $! > %s; wait" % pidfile, timeout_s=1)
+        self.assertTrue(r["timed_out"], r)
+        self.assertIn(r["signal"], ("SIGTERM", "SIGKILL"))
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.assertFalse(os.path.exists("/proc/%d" % pid) and
+                         open("/proc/%d/stat" % pid).read().split(") ")[1][0] != "Z",
+                         "the backgrounded sleep survived the timeout")
+        self.assertEqual(self.box(sbx).state, "started")
+        self.assertEqual(self.exec("tmo", command="echo alive")["stdout"], "alive\n")
+        bg = self.exec("tmo", argv=["sh", "-c", "echo up; exec sleep 300"], background=True)
+        r = self.c.call("process.read", {"exec_id": bg["exec_id"], "wait_ms": 30000})
+        self.assertEqual(r["data"], "up\n")  # it runs: the kill goes to the sandbox
+        k = self.c.call("process.kill", {"exec_id": bg["exec_id"], "grace_ms": 500})
+        self.assertTrue(k["killed"])
+        w = self.c.call("process.wait", {"exec_id": bg["exec_id"], "timeout_ms": 30000})
+        self.assertEqual(w["signal"], "SIGTERM", w)
+        self.c.call("sandbox.destroy", {"id": "tmo"})
+
+    def test_files(self):
+        sbx = self.create(name="files")
+        home = self.box(sbx).home
+        path = os.path.join(home, "new", "dir", "all.bin")
+        raw = bytes(range(256)) * 4
+        self.c.call("file.write", {"sandbox": "files", "path": path, "data_base64": b64(raw),
+                                   "mkdir": True, "mode": 0o600})
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), raw)
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+        r = self.c.call("file.read", {"sandbox": "files", "path": path,
+                                      "output_encoding": "base64"})
+        self.assertEqual(base64.b64decode(r["data"]), raw)
+        self.assertEqual((r["size"], r["eof"]), (1024, True))
+        r = self.c.call("file.read", {"sandbox": "files", "path": path, "offset": 1000,
+                                      "max_bytes": 10, "output_encoding": "base64"})
+        self.assertEqual(base64.b64decode(r["data"]), raw[1000:1010])
+        self.assertFalse(r["eof"])
+        self.c.call("file.write", {"sandbox": "files", "path": path, "data": "+",
+                                   "append": True})
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), raw + b"+")
+        self.assertError(-32602, "file.read", {"sandbox": "files", "path": home + "/missing"},
+                         "no such file")
+        self.assertError(-32602, "file.write", {"sandbox": "files", "data": "x",
+                                                "path": home + "/nodir/f"}, "no such")
+        self.c.call("sandbox.destroy", {"id": "files"})
+
+    def test_refused_specs(self):
+        cases = [
+            ({"mounts": [{"type": "tmpfs", "target": "/t"}]}, "mounts nothing"),
+            ({"daytona": {"bogus": 1}}, "unknown key 'daytona.bogus'"),
+            ({"daytona": {"auto_stop_minutes": 0}}, "never stop"),
+            ({"image": "alpine\nRUN curl x | sh"}, "not an image"),
+            ({"daytona": {"snapshot": "s"}, "image": "alpine"}, "not both"),
+            ({"resources": {"cpus": 2}}, "give an 'image'"),
+        ]
+        for params, pattern in cases:
+            with self.subTest(params=params):
+                self.assertError(-32602, "sandbox.create", dict(params, backend="daytona"),
+                                 re.escape(pattern))
+        self.create(name="nopty")
+        self.assertError(-32602, "exec", {"sandbox": "nopty", "command": "true", "pty": True},
+                         "no pty")
+        self.c.call("sandbox.destroy", {"id": "nopty"})
+
+
+class TestFlakyLink(FakeTest):
+    def setUp(self):
+        super().setUp()
+        self.fake.rules.clear()
+
+    def test_transient_failures_are_retried(self):
+        rules = [self.fake.fail("POST", r"/api/sandbox$", status=503),
+                 self.fake.fail("GET", r"/api/sandbox/", status=429, retry_after=1),
+                 self.fake.fail("GET", r"/api/sandbox/", status=408),
+                 self.fake.fail("GET", r"/api/sandbox/", mid=True),
+                 self.fake.fail("GET", r"/user-home-dir$", status=500),
+                 self.fake.fail("POST", r"/process/session$", reset=True)]
+        self.create(name="retry")
+        rules.append(self.fake.fail("POST", r"/exec$", status=503, times=2))
+        self.assertEqual(self.exec("retry", command="echo ok")["stdout"], "ok\n")
+        self.assertEqual([r.times for r in rules], [0] * len(rules))
+        # A session that vanished (404) is replaced by a new one.
+        self.fake.fail("POST", r"/exec$", status=404, message="session not found")
+        self.assertEqual(self.exec("retry", command="echo again")["stdout"], "again\n")
+        self.c.call("sandbox.destroy", {"id": "retry"})
+
+    def test_lost_answer_does_not_run_twice(self):
+        sbx = self.create(name="once")
+        count = os.path.join(self.box(sbx).home, "count")
+        lost = self.fake.fail("POST", r"/exec$", reset=True, after=True)
+        r = self.exec("once", command="echo run >> %s; echo done" % count)
+        self.assertEqual(lost.hits, 1)
+        self.assertEqual(r["stdout"], "done\n")
+        with open(count) as f:
+            self.assertEqual(f.read(), "run\n")
+        self.c.call("sandbox.destroy", {"id": "once"})
+
+    def test_reset_in_the_middle_of_the_output(self):
+        self.create(name="reset")
+        self.mark()
+        want = "".join("%d\n" % i for i in range(1, 20001))
+        self.fake.fail("GET", r"/logs$", ws_reset_after=40000, times=2)
+        self.fake.fail("GET", r"/logs$", status=502, times=1)
+        r = self.exec("reset", command="seq 1 20000; echo end >&2", max_output_bytes=1 << 20)
+        self.assertEqual(r["exit_code"], 0)
+        self.assertEqual(r["stdout"], want)
+        self.assertEqual(r["stderr"], "end\n")
+        self.assertEqual(len(self.since("GET", r"/logs\?follow=true")), 4)
+        self.c.call("sandbox.destroy", {"id": "reset"})
+
+    def test_rejected_key_is_reported(self):
+        self.create(name="auth")
+        self.fake.fail("POST", r"/exec$", status=401, times=1)
+        e = self.assertError(-32000, "exec", {"sandbox": "auth", "command": "true"},
+                             "rejected the API key")
+        self.assertIn("hint", e.data)
+        self.assertNotIn(self.fake.key, json.dumps(e.data) + e.message)
+        self.c.call("sandbox.destroy", {"id": "auth"})
+
+    def test_stopped_sandbox_is_resumed(self):
+        sbx = self.create(name="resume")
+        self.mark()
+        self.fake.stop_sandbox(sbx["details"]["sandbox_id"])
+        self.assertEqual(self.exec("resume", command="echo back")["stdout"], "back\n")
+        self.assertEqual(self.box(sbx).state, "started")
+        self.assertEqual(len(self.since("POST", r"/start$")), 1)
+        self.c.call("sandbox.destroy", {"id": "resume"})
+
+    def test_deleted_sandbox_is_recreated(self):
+        sbx = self.create(name="gone")
+        old = sbx["details"]["sandbox_id"]
+        with self.fake.lock:
+            del self.fake.sandboxes[old]
+        r = self.exec("gone", command="echo again")
+        self.assertEqual(r["stdout"], "again\n")
+        self.assertTrue(r.get("sandbox_recreated"), r)
+        new = self.c.call("sandbox.get", {"id": "gone"})["details"]["sandbox_id"]
+        self.assertNotEqual(new, old)
+        self.c.call("sandbox.destroy", {"id": "gone"})
+
+    def test_error_and_build_failure_states(self):
+        self.fake.create_error = "no capacity in region us"
+        try:
+            self.assertError(-32005, "sandbox.create", {"backend": "daytona"}, "no capacity")
+        finally:
+            self.fake.create_error = None
+        self.fake.build_error = "pull access denied for nosuch"
+        try:
+            self.assertError(-32005, "sandbox.create", {"backend": "daytona", "image": "nosuch"},
+                             "build_failed.*pull access denied")
+        finally:
+            self.fake.build_error = None
+        with self.fake.lock:
+            self.assertEqual(self.fake.sandboxes, {})  # nothing left behind
+
+    def test_slow_start(self):
+        self.fake.start_polls = 5
+        self.mark()
+        try:
+            self.create(name="slow")
+        finally:
+            self.fake.start_polls = 0
+        msgs = [n["params"]["message"] for n in self.c.notifications
+                if n["method"] == "sandbox.progress"]
+        self.assertTrue(any(m.endswith(": starting") for m in msgs), msgs)
+        self.assertGreaterEqual(len(self.since("GET", r"/api/sandbox/[^/]+$")), 6)
+        self.c.call("sandbox.destroy", {"id": "slow"})
+
+
+class TestRestart(FakeTest):
+    def test_readoption_orphans_and_persistence(self):
+        keep = self.create(name="keep")
+        self.exec("keep", command="cd /tmp")
+        parked = self.create(name="park", daytona={"persistent": True})
+        home = self.box(parked).home
+        self.exec("park", command="echo kept > %s/file" % home)
+        self.c.call("sandbox.destroy", {"id": "park"})
+        self.assertEqual(self.box(parked).state, "stopping")  # stopped, not deleted
+        # A command still running when the daemon stops goes on in the sandbox.
+        self.exec("keep", command="sleep 300", background=True)
+        state = self.daemon.state
+        self.c.close()
+        self.daemon.stop()
+        self.assertIsNotNone(self.box(keep))  # a daemon stop deletes nothing
+        mine = {"sandboxd": "1", "sandboxd.instance": state}
+        orphan = self.fake.add_sandbox({"labels": dict(mine, **{"sandboxd.sandbox": "sbx_dead"})})
+        other = self.fake.add_sandbox({"labels": {"sandboxd": "1", "sandboxd.sandbox": "sbx_x",
+                                                  "sandboxd.instance": "/elsewhere"}})
+        type(self).daemon = self.start_daemon(state_dir=state)
+        self.c = self.daemon.client()
+        self.assertIsNone(self.fake.find(orphan.id))
+        self.assertIsNotNone(self.fake.find(other.id))
+        self.assertIn(self.box(parked).state, ("stopping", "stopped"))  # parked, not orphan
+        got = self.c.call("sandbox.get", {"id": "keep"})
+        self.assertEqual(got["id"], keep["id"])
+        self.assertEqual(self.exec("keep", command="echo again")["stdout"], "again\n")
+        again = self.create(name="park", daytona={"persistent": True})
+        self.assertEqual(again["details"]["sandbox_id"], parked["details"]["sandbox_id"])
+        self.assertEqual(self.exec("park", command="cat %s/file" % home)["stdout"], "kept\n")
+        self.assertEqual(self.box(parked).labels["sandboxd.sandbox"], again["id"])
+        for name in ("keep", "park"):
+            self.c.call("sandbox.destroy", {"id": name})
+
+
+class TestSecrets(FakeTest):
+    use_file = False  # the key in the daemon's environment
+    log_level = "debug"
+
+    def test_key_never_leaks(self):
+        key = self.fake.key
+        self.assertNotIn(key, json.dumps(self.c.call("backend.list")))
+        self.assertNotIn(key, json.dumps(self.c.call("daemon.info")))
+        self.create(name="sec")
+        r = self.exec("sec", command="env; cat /proc/self/environ | tr '\\0' '\\n'")
+        self.assertNotIn(key, r["stdout"])
+        self.assertNotIn("DAYTONA_API_KEY", r["stdout"])
+        self.fake.fail("POST", r"/exec$", status=401, message="bad key " + key)
+        e = self.assertError(-32000, "exec", {"sandbox": "sec", "command": "true"})
+        self.assertNotIn(key, e.message + json.dumps(e.data))
+        self.assertIn("[redacted]", e.message)
+        self.c.call("sandbox.destroy", {"id": "sec"})
+        for dirpath, _, files in os.walk(self.daemon.state):
+            for name in files:
+                try:
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        self.assertNotIn(key.encode(), f.read(), name)
+                except FileNotFoundError:
+                    pass  # a state file's temporary copy, renamed meanwhile: read as the file
+        self.assertNotIn(key, self.daemon.read_log())
+
+
+class TestCredentials(unittest.TestCase):
+    """Where the key may come from, and what is said when it cannot be used."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sbx-dtcred-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        os.chmod(self.dir, 0o755)
+
+    def backend(self, conf, env=None):
+        d = Daemon("[backend.daytona]\napi_url = http://127.0.0.1:9/api\n" + conf,
+                   env=dict(env or {}, DAYTONA_API_KEY=""))
+        try:
+            c = d.client()
+            b = [x for x in c.call("backend.list")["backends"] if x["name"] == "daytona"][0]
+            if not b["available"] and not b["details"].get("credential_source"):
+                with self.assertRaises(RpcError) as cm:  # no key: nothing is attempted
+                    c.call("sandbox.create", {"backend": "daytona"})
+                self.assertEqual(cm.exception.code, -32000)
+                self.assertEqual(cm.exception.data["reason"], b["reason"])
+            c.close()
+            return b
+        finally:
+            d.stop()
+
+    def test_missing_and_unsafe_keys(self):
+        b = self.backend("")
+        self.assertFalse(b["available"])
+        self.assertIn("no Daytona API key", b["reason"])
+        self.assertIn("api_key_file", b["hint"])
+        loose = os.path.join(self.dir, "loose")
+        with open(loose, "w") as f:
+            f.write("DAYTONA_API_KEY=k\n")
+        os.chmod(loose, 0o644)
+        b = self.backend("api_key_file = %s\n" % loose)
+        self.assertFalse(b["available"])
+        self.assertIn("could be read by others", b["reason"])
+        # A key file that is unusable is never replaced by the environment's key.
+        b = self.backend("api_key_file = %s\n" % loose, env={"DAYTONA_API_KEY": "k2"})
+        self.assertIn("could be read by others", b["reason"])
+        b = self.backend("api_key = inline\n")  # the test's config file is 0644
+        self.assertFalse(b["available"])
+        self.assertIn("which others can read", b["reason"])
+
+    def test_unreachable_api(self):
+        key = private_file(os.path.join(self.dir, "k"), "# comment\nDAYTONA_API_KEY='abc'\n")
+        b = self.backend("api_key_file = %s\n" % key)
+        self.assertFalse(b["available"])
+        self.assertIn("cannot reach Daytona", b["reason"])
+        self.assertEqual(b["details"]["credential_source"], "api_key_file " + key)
+
+    def test_config_errors_fail_start_up(self):
+        for conf, pattern in [("api_url = http://example.com/api\n", "must be https"),
+                              ("nosuchkey = 1\n", "unknown key 'nosuchkey'"),
+                              ("auto_stop_minutes = -5\n", "auto_stop_minutes")]:
+            with self.subTest(conf=conf):
+                path = os.path.join(self.dir, "c.conf")
+                with open(path, "w") as f:
+                    f.write("[backend.daytona]\n" + conf)
+                p = subprocess.run([SANDBOXD, "--config", path, "--socket",
+                                    os.path.join(self.dir, "s.sock"), "--state-dir",
+                                    os.path.join(self.dir, "st")],
+                                   capture_output=True, text=True, timeout=30,
+                                   env={"PATH": os.environ["PATH"]})
+                self.assertNotEqual(p.returncode, 0)
+                self.assertRegex(p.stderr, pattern)
+
+
+class TestDocs(unittest.TestCase):
+    """Every key of [backend.daytona] (the daytona_keys[] table) is documented in both places."""
+
+    def test_keys_documented(self):
+        from test_systemd import TOP, man_text
+        with open(os.path.join(TOP, "backends", "daytona", "daytona.c")) as f:
+            src = f.read()
+        table = src[src.index("daytona_keys[] = {"):]
+        keys = re.findall(r'DKO?\("(\w+)"', table[:table.index("};")])
+        self.assertGreater(len(keys), 15)
+        page = man_text("sandboxd.conf.5")
+        with open(os.path.join(TOP, "docs", "configuration.md")) as f:
+            md = f.read()
+        for key in keys:
+            self.assertTrue(re.search(r"(?m)^\s+%s \(" % key, page),
+                            "sandboxd.conf(5) lacks [backend.daytona] %s" % key)
+            self.assertIn("`%s`" % key, md)

@@ -1,0 +1,511 @@
+/* check_daytona.c — the pure parts of the Daytona backend: the log reader (daytona_log.c) and
+ * the exec wrapper (daytona_cmd.c), the latter run for real by /bin/sh and by bash the way a
+ * Daytona session runs it, its output labelled line by line as Daytona's labellers do. */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/daytona/daytona_cmd.h"
+#include "backends/daytona/daytona_log.h"
+#include "protocol/util.h"
+
+#define NONCE "~0123456789abcdef0123456789abcde"
+
+struct got {
+        struct buf out[2];
+        unsigned calls;
+};
+
+static void
+got_cb(void *ctx, int stream, const char *data, size_t len)
+{
+        struct got *g = ctx;
+
+        ck_assert(len > 0);
+        buf_append(&g->out[stream], data, len);
+        g->calls++;
+}
+
+static void
+got_free(struct got *g)
+{
+        buf_free(&g->out[0]);
+        buf_free(&g->out[1]);
+}
+
+static bool
+got_is(const struct got *g, int stream, const char *want)
+{
+        size_t n = strlen(want);
+
+        return g->out[stream].len == n && (n == 0 || !memcmp(g->out[stream].data, want, n));
+}
+
+/* Feeds s to the reader in pieces of step bytes (1 = byte by byte). */
+static void
+feed_steps(struct daytona_log *l, const char *s, size_t len, size_t step)
+{
+        for (size_t i = 0; i < len; i += step)
+                daytona_log_feed(l, s + i, MIN(step, len - i));
+}
+
+/* A log as Daytona's labellers write it for the given stdout and stderr lines. */
+static void
+label(struct buf *log, int stream, const char *text)
+{
+        const char *lab = stream ? "\2\2\2" : "\1\1\1";
+        const char *p = text, *nl;
+
+        while (*p) {
+                nl = strchr(p, '\n');
+                size_t n = nl ? (size_t) (nl - p) : strlen(p);
+                buf_append(log, lab, 3);
+                buf_append(log, p, n);
+                buf_append(log, "\n", 1); /* the labeller ends every line */
+                p += n + (nl ? 1 : 0);
+        }
+}
+
+START_TEST(test_log_markers_and_newlines)
+{
+        /* What the command wrote, and what its log looks like with the wrapper's markers. */
+        static const struct {
+                const char *out, *err;
+        } cases[] = {
+                {"hi\n", ""},
+                {"no newline", "warn"},
+                {"", ""},
+                {"a\n\nb\n\n", "x\ny"},
+                {"~0123 looks like the nonce\n~0123456789abcdef0123456789abcde? no\n", ""},
+                {"\x01 one label byte, \x02\x02 two\n", ""},
+        };
+
+        for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+                for (size_t step = 1; step <= 64; step *= 4) {
+                        struct buf log = {0}, o = {0}, e = {0};
+                        struct daytona_log l;
+                        struct got g = {0};
+                        buf_appendf(&o, "%s" NONCE " x 7\n 2f 74 6d 70 0a\n00\n" NONCE " z\n",
+                                    cases[c].out);
+                        buf_appendf(&e, "%s" NONCE "\n", cases[c].err);
+                        buf_append(&o, "", 1);
+                        buf_append(&e, "", 1);
+                        label(&log, 0, o.data);
+                        label(&log, 1, e.data);
+                        daytona_log_init(&l, NONCE, got_cb, &g);
+                        feed_steps(&l, log.data, log.len, step);
+                        ck_assert_msg(daytona_log_done(&l), "case %zu step %zu", c, step);
+                        ck_assert_int_eq(l.end, DAYTONA_LOG_EXITED);
+                        ck_assert_int_eq(l.status, 7);
+                        ck_assert_uint_eq(l.state.len, 6);
+                        ck_assert(!memcmp(l.state.data, "/tmp\n\0", 6));
+                        ck_assert_msg(got_is(&g, 0, cases[c].out), "case %zu step %zu: [%.*s]", c,
+                                      step, (int) g.out[0].len, g.out[0].data);
+                        ck_assert(got_is(&g, 1, cases[c].err));
+                        ck_assert_uint_eq(l.fed, log.len);
+                        daytona_log_free(&l);
+                        got_free(&g);
+                        buf_free(&log);
+                        buf_free(&o);
+                        buf_free(&e);
+                }
+        }
+}
+END_TEST
+
+START_TEST(test_log_interleaved_labels)
+{
+        /* A long stdout line split by a stderr line, as two labellers appending to one file
+         * may produce: data after a label belongs to that label's stream. */
+        static const char log[] = "\1\1\1abc\2\2\2err\n\1\1\1def\n\1\1\1" NONCE " x 0\n\1\1\1" NONCE
+                                  " z\n\2\2\2" NONCE "\n";
+        struct daytona_log l;
+        struct got g = {0};
+
+        daytona_log_init(&l, NONCE, got_cb, &g);
+        daytona_log_feed(&l, log, sizeof(log) - 1);
+        ck_assert(daytona_log_done(&l));
+        ck_assert(got_is(&g, 0, "abcdef\n"));
+        ck_assert(got_is(&g, 1, "err\n"));
+        ck_assert_uint_eq(l.state.len, 0);
+        daytona_log_free(&l);
+        got_free(&g);
+}
+END_TEST
+
+START_TEST(test_log_dup_nostart_and_flush)
+{
+        static const char dup[] = "\1\1\1" NONCE " d\n\2\2\2" NONCE "\n";
+        static const char fail[] = "\1\1\1" NONCE " f cwd\n\2\2\2" NONCE "\n";
+        static const char cut[] = "\1\1\1partial\n\1\1\1~0123";
+        struct daytona_log l;
+        struct got g = {0};
+
+        daytona_log_init(&l, NONCE, got_cb, &g);
+        daytona_log_feed(&l, dup, sizeof(dup) - 1);
+        ck_assert(daytona_log_done(&l));
+        ck_assert_int_eq(l.end, DAYTONA_LOG_DUP);
+        ck_assert_uint_eq(g.calls, 0);
+        daytona_log_free(&l);
+
+        daytona_log_init(&l, NONCE, got_cb, &g);
+        daytona_log_feed(&l, fail, sizeof(fail) - 1);
+        ck_assert_int_eq(l.end, DAYTONA_LOG_NOSTART);
+        ck_assert_str_eq(l.fail, "cwd");
+        daytona_log_free(&l);
+
+        /* Cut off without markers (the wrapper was killed): everything held comes out. */
+        daytona_log_init(&l, NONCE, got_cb, &g);
+        daytona_log_feed(&l, cut, sizeof(cut) - 1);
+        ck_assert(!daytona_log_done(&l));
+        ck_assert(got_is(&g, 0, "partial\n")); /* delivered at once, newline included */
+        daytona_log_flush(&l);
+        ck_assert(got_is(&g, 0, "partial\n~0123"));
+        ck_assert_int_eq(l.end, DAYTONA_LOG_RUNNING);
+        daytona_log_free(&l);
+        got_free(&g);
+}
+END_TEST
+
+START_TEST(test_log_big_output_few_calls)
+{
+        /* Ordinary lines are delivered in runs, not one callback per line. */
+        struct buf text = {0}, log = {0};
+        struct daytona_log l;
+        struct got g = {0};
+
+        for (int i = 0; i < 10000; i++)
+                buf_appendf(&text, "line %d of output\n", i);
+        buf_append(&text, "", 1);
+        label(&log, 0, text.data);
+        daytona_log_init(&l, NONCE, got_cb, &g);
+        feed_steps(&l, log.data, log.len, 65536);
+        ck_assert_uint_eq(g.out[0].len, text.len - 1);
+        ck_assert_uint_lt(g.calls, 100);
+        daytona_log_free(&l);
+        got_free(&g);
+        buf_free(&text);
+        buf_free(&log);
+}
+END_TEST
+
+START_TEST(test_cmd_quote_and_input)
+{
+        struct buf b = {0};
+        char *line;
+
+        daytona_cmd_quote(&b, "it's $HOME");
+        buf_append(&b, "", 1);
+        ck_assert_str_eq(b.data, "'it'\\''s $HOME'");
+        buf_free(&b);
+        line = daytona_cmd_input(3, "a\\\n\0\xff", 5);
+        ck_assert_str_eq(line, "d3 a\\0134\\0012\\0000\\0377");
+        free(line);
+        line = daytona_cmd_input(4, NULL, 0);
+        ck_assert_str_eq(line, "e4");
+        free(line);
+        char *ok[] = {"/bin/sh", NULL}, *bad[] = {"A=b", NULL}, *env[] = {"A=b", NULL};
+        ck_assert_ptr_null(daytona_cmd_check(ok, env));
+        ck_assert_ptr_nonnull(daytona_cmd_check(bad, env));
+        const char *ids[] = {"p_1", NULL};
+        line = daytona_cmd_cleanup("/d", ids);
+        ck_assert_str_eq(line, "rm -f -- '/d/p_1.pid' '/d/p_1.pid.in' '/d/p_1.pid.fifo' "
+                               "'/d/p_1.state'\n");
+        free(line);
+}
+END_TEST
+
+/* ---- the wrapper, run by a real shell ---- */
+
+static char tmpdir[64];
+
+static void
+cmd_setup(void)
+{
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/check-daytona-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void
+cmd_teardown(void)
+{
+        char cmd[128];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Reads both pipes to their end (a bounded amount) into out[0], out[1]. */
+static void
+read_both(int fds[2], struct buf out[2])
+{
+        struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
+        int open = 2;
+        char tmp[4096];
+
+        while (open) {
+                ck_assert_int_gt(poll(p, 2, 20000), 0);
+                for (int k = 0; k < 2; k++) {
+                        if (!p[k].revents)
+                                continue;
+                        ssize_t n = read(p[k].fd, tmp, sizeof(tmp));
+                        if (n <= 0) {
+                                p[k].fd = -1;
+                                open--;
+                                continue;
+                        }
+                        buf_append(&out[k], tmp, (size_t) n);
+                }
+        }
+}
+
+/* Runs text with shell (sourced from a file, as a session does) and stdin from in_path;
+ * returns the labelled log. */
+static void
+run_wrapper(const char *shell, const char *text, const char *in_path, struct buf *log)
+{
+        char path[128], src[160];
+        int o[2], e[2], fds[2];
+        struct buf out[2] = {{0}, {0}};
+        FILE *f;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/cmd.sh", tmpdir);
+        f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+        snprintf(src, sizeof(src), "{ . %s; }", path);
+        ck_assert_int_eq(pipe(o), 0);
+        ck_assert_int_eq(pipe(e), 0);
+        pid = fork();
+        if (pid == 0) {
+                int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+                dup2(in, 0);
+                dup2(o[1], 1);
+                dup2(e[1], 2);
+                execl(shell, shell, "-c", src, (char *) NULL);
+                _exit(127);
+        }
+        close(o[1]);
+        close(e[1]);
+        fds[0] = o[0];
+        fds[1] = e[0];
+        read_both(fds, out);
+        close(o[0]);
+        close(e[0]);
+        waitpid(pid, NULL, 0);
+        buf_append(&out[0], "", 1);
+        buf_append(&out[1], "", 1);
+        label(log, 0, out[0].data);
+        label(log, 1, out[1].data);
+        buf_free(&out[0]);
+        buf_free(&out[1]);
+}
+
+struct wrun {
+        struct daytona_log l;
+        struct got g;
+};
+
+static void
+wrun(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path)
+{
+        struct buf log = {0};
+        char *text;
+
+        static char ids[16][16];
+        static unsigned nid;
+
+        c->nonce = NONCE;
+        c->dir = tmpdir;
+        if (!c->exec_id) { /* a new one each run: the pid file stays as the guard */
+                snprintf(ids[nid % 16], sizeof(ids[0]), "p_test%u", nid);
+                c->exec_id = ids[nid++ % 16];
+        }
+        text = daytona_cmd_build(c);
+        run_wrapper(shell, text, in_path, &log);
+        memset(&w->g, 0, sizeof(w->g));
+        daytona_log_init(&w->l, NONCE, got_cb, &w->g);
+        daytona_log_feed(&w->l, log.data, log.len);
+        ck_assert_msg(daytona_log_done(&w->l), "no markers in: %.*s", (int) log.len, log.data);
+        free(text);
+        buf_free(&log);
+}
+
+static void
+wrun_free(struct wrun *w)
+{
+        daytona_log_free(&w->l);
+        got_free(&w->g);
+}
+
+static const char *const shells[] = {"/bin/sh", "/bin/bash"};
+static char *env_min[] = {"PATH=/usr/bin:/bin", "MARK=it's \"quoted\"\nand two lines", NULL};
+
+START_TEST(test_cmd_runs_command)
+{
+        char *argv[] = {"/bin/sh", "-c",
+                        "printf 'out\\nno-nl'; printf 'err\\n' >&2; echo \"$MARK\" >env.txt; "
+                        "pwd >pwd.txt; env | grep -c . >count.txt; exit 3",
+                        NULL};
+        struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_min};
+        struct wrun w;
+        char path[128], buf[256] = "";
+        FILE *f;
+
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+        ck_assert_int_eq(w.l.status, 3);
+        ck_assert(got_is(&w.g, 0, "out\nno-nl"));
+        ck_assert(got_is(&w.g, 1, "err\n"));
+        snprintf(path, sizeof(path), "%s/env.txt", tmpdir);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+        fclose(f);
+        ck_assert_str_eq(buf, "it's \"quoted\"\nand two lines\n");
+        /* Only the exec's environment (PATH, MARK and the shell's own PWD/SHLVL/_). */
+        snprintf(path, sizeof(path), "%s/count.txt", tmpdir);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        int lines = 0;
+        ck_assert_int_eq(fscanf(f, "%d", &lines), 1);
+        fclose(f);
+        ck_assert_int_le(lines, 7);
+        /* The pid file stays as the guard, emptied: a late kill finds no tree to kill. */
+        snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, c.exec_id);
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_size, 0);
+        wrun_free(&w);
+}
+END_TEST
+
+START_TEST(test_cmd_state_merge_and_failures)
+{
+        char state[128], path[128];
+        char *argv[] = {"/bin/sh", "-c", "echo o; echo e >&2; printf '/s\\n\\0A=1\\0' >\"$S\"",
+                        NULL};
+        char *nope[] = {"no-such-program-sbx", NULL};
+        char env[160], *envp[] = {"PATH=/usr/bin:/bin", env, NULL};
+        struct daytona_cmd c = {.cwd = "/", .argv = argv, .envp = envp, .merge_stderr = true};
+        struct wrun w;
+        int fd;
+
+        snprintf(state, sizeof(state), "%s/p_test.state", tmpdir);
+        snprintf(env, sizeof(env), "S=%s", state);
+        c.state = state;
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.status, 0);
+        ck_assert(got_is(&w.g, 0, "o\ne\n"));
+        ck_assert(got_is(&w.g, 1, ""));
+        ck_assert_uint_eq(w.l.state.len, 8);
+        ck_assert(!memcmp(w.l.state.data, "/s\n\0A=1\0", 8));
+        wrun_free(&w);
+
+        c = (struct daytona_cmd){.cwd = "/nonexistent-dir", .argv = argv, .envp = envp};
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_NOSTART);
+        ck_assert_str_eq(w.l.fail, "cwd");
+        wrun_free(&w);
+
+        c = (struct daytona_cmd){.cwd = "/", .argv = nope, .envp = envp};
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_NOSTART);
+        ck_assert_str_eq(w.l.fail, "argv");
+        wrun_free(&w);
+
+        /* A second start of the same exec (its guard file exists) does nothing. */
+        snprintf(path, sizeof(path), "%s/p_dup.pid", tmpdir);
+        fd = open(path, O_CREAT | O_WRONLY, 0600);
+        close(fd);
+        c = (struct daytona_cmd){.cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_dup"};
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_DUP);
+        ck_assert_uint_eq(w.g.calls, 0);
+        wrun_free(&w);
+}
+END_TEST
+
+START_TEST(test_cmd_stdin_file_and_relay)
+{
+        char *cat[] = {"/bin/sh", "-c", "od -An -tx1 -v | tr -d ' \\n'", NULL};
+        struct daytona_cmd c = {.cwd = "/", .argv = cat, .envp = env_min};
+        char path[128];
+        struct wrun w;
+        FILE *f;
+
+        /* Uploaded file: binary. */
+        c.exec_id = "p_in";
+        snprintf(path, sizeof(path), "%s/p_in.pid.in", tmpdir);
+        f = fopen(path, "w");
+        fwrite("\0\n\xff", 1, 3, f);
+        fclose(f);
+        c.in = DAYTONA_STDIN_FILE;
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert(got_is(&w.g, 0, "000aff"));
+        wrun_free(&w);
+
+        /* Relay: the input FIFO's lines, as the input endpoint writes them (a newline after
+         * each), decoded; the "e" line is the EOF. Here the FIFO is a plain file. */
+        snprintf(path, sizeof(path), "%s/input", tmpdir);
+        f = fopen(path, "w");
+        for (int i = 0; i < 3; i++) {
+                /* line 1 twice: a retried request */
+                char *line = daytona_cmd_input(i ? (unsigned) i : 1u,
+                                               i == 2 ? "\\ back" : "\0\n\xff", i == 2 ? 6 : 3);
+                fprintf(f, "%s\n", line);
+                free(line);
+        }
+        fputs("e3\nd4 after-eof\n", f);
+        fclose(f);
+        c.in = DAYTONA_STDIN_RELAY;
+        c.exec_id = "p_relay";
+        wrun(&w, shells[_i], &c, path);
+        ck_assert_msg(got_is(&w.g, 0, "000aff5c206261636b"), "%.*s", (int) w.g.out[0].len,
+                      w.g.out[0].data);
+        wrun_free(&w);
+}
+END_TEST
+
+static Suite *
+daytona_suite(void)
+{
+        Suite *s = suite_create("daytona");
+        TCase *tc = tcase_create("log");
+        TCase *tw = tcase_create("wrapper");
+
+        tcase_add_test(tc, test_log_markers_and_newlines);
+        tcase_add_test(tc, test_log_interleaved_labels);
+        tcase_add_test(tc, test_log_dup_nostart_and_flush);
+        tcase_add_test(tc, test_log_big_output_few_calls);
+        tcase_add_test(tc, test_cmd_quote_and_input);
+        suite_add_tcase(s, tc);
+        tcase_add_checked_fixture(tw, cmd_setup, cmd_teardown);
+        tcase_add_loop_test(tw, test_cmd_runs_command, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_state_merge_and_failures, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
+        tcase_set_timeout(tw, 60);
+        suite_add_tcase(s, tw);
+        return s;
+}
+
+int
+main(void)
+{
+        SRunner *sr = srunner_create(daytona_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
