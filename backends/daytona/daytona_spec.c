@@ -31,13 +31,17 @@ spec_uid(const struct sandbox_spec *spec, char out[32])
         snprintf(out, 32, "%u", spec->owner ? (unsigned) spec->owner->uid : 0u);
 }
 
-/* The client's labels, then ours over them (a client cannot set those). */
+/* The client's labels without any of the reserved sandboxd* ones, then ours (orphan removal
+ * and the resume by name trust them). */
 static json_t *
 spec_labels(const struct sandbox_spec *spec, bool persistent)
 {
-        json_t *l = json_is_object(spec->labels) ? json_deep_copy(spec->labels) : json_object();
+        json_t *l = json_object(), *v;
+        const char *k;
         char uid[32];
 
+        json_object_foreach(spec->labels, k, v) if (strncmp(k, "sandboxd", 8))
+                json_object_set(l, k, v);
         spec_uid(spec, uid);
         json_object_set_new(l, "sandboxd", json_string("1"));
         json_object_set_new(l, "sandboxd.owner", json_string(uid));

@@ -109,7 +109,9 @@ class TestLifecycle(FakeTest):
         self.assertNotIn(self.fake.key, json.dumps(b))
 
     def test_create_exec_destroy(self):
-        sbx = self.create(name="life", image="python:3.12", labels={"team": "t1"},
+        sbx = self.create(name="life", image="python:3.12",
+                          labels={"team": "t1", "sandboxd.persistent": "1", "sandboxd.owner": "12345",
+                                  "sandboxd.x": "y"},
                           resources={"cpus": 1.5, "memory_mb": 1500, "disk_mb": 3000})
         body = json.loads(self.fake.requests_to("POST", r"/api/sandbox$")[-1][3])
         self.assertEqual(body["buildInfo"], {"dockerfileContent": "FROM python:3.12\n"})
@@ -123,6 +125,8 @@ class TestLifecycle(FakeTest):
         self.assertEqual(labels["sandboxd.sandbox"], sbx["id"])
         self.assertEqual(labels["sandboxd.owner"], str(os.getuid()))
         self.assertEqual(labels["sandboxd.instance"], self.daemon.state)
+        self.assertNotIn("sandboxd.persistent", labels)  # reserved: the client's are dropped
+        self.assertNotIn("sandboxd.x", labels)
         phases = {n["params"]["phase"] for n in self.c.notifications
                   if n["method"] == "sandbox.progress"}
         self.assertEqual(phases, {"build", "start"})
