@@ -2,7 +2,8 @@
  * GET /files/download (streamed; only the requested window is kept), POST /files/upload
  * (multipart field "file"), /files/folder, /files/info and /files/permissions. Paths are the
  * sandbox's (a remote machine): the daemon's judge gets the requested path, before anything
- * is touched. */
+ * is touched. Only regular files are read or written, as /files/info tells beforehand: the
+ * toolbox would open a FIFO and wait on it until the call's timeout. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,27 @@ file_error(struct sbx_error *err, const char *what, const char *path, const stru
                 sbx_error_param(err, "path", "'%s': %s", path, daytona_res_message(res));
         else
                 daytona_error(err, what, res, false);
+}
+
+/* Whether a /files/info answer (os.Stat, links followed) is a regular file. Its "mode" is Go's
+ * FileMode.String(): type and flag letters ('-' when there are none) before the nine
+ * permission characters; of the letters, d L D p S c ? are other kinds of file (u g t a l T
+ * are flags a regular file may have). */
+static bool
+file_info_regular(json_t *info)
+{
+        const char *m = json_string_value(json_object_get(info, "mode"));
+        size_t n = m ? strlen(m) : 0;
+
+        if (n < 10 || json_is_true(json_object_get(info, "isDir")))
+                return false;
+        return strcspn(m, "dLDpSc?") >= n - 9;
+}
+
+static void
+file_not_regular(struct sbx_error *err, const char *path)
+{
+        sbx_error_param(err, "path", "'%s' is not a regular file in the sandbox", path);
 }
 
 /* ---- read ---- */
@@ -81,18 +103,31 @@ file_read_cb(void *ctx, const struct daytona_res *res)
 }
 
 static void
-file_read_judged_cb(void *op, const struct sbx_error *deny)
+file_read_fail(struct file_read *r, const struct sbx_error *err)
 {
-        struct file_read *r = op;
+        r->cb(r->ctx, NULL, 0, 0, false, err);
+        daytona_sandbox_unref(r->sb);
+        free(r->path);
+        free(r);
+}
+
+/* The file's kind is known: a regular file streams by, the window is kept. */
+static void
+file_read_info_cb(void *ctx, const struct daytona_res *res)
+{
+        struct file_read *r = ctx;
         struct daytona_req req = {
                 .idempotent = true, .on_data = file_read_data, .timeout_ms = 600000};
+        struct sbx_error err = {0};
         char *q;
 
-        if (deny) {
-                r->cb(r->ctx, NULL, 0, 0, false, deny);
-                daytona_sandbox_unref(r->sb);
-                free(r->path);
-                free(r);
+        if (res->status != 200 || !file_info_regular(res->body)) {
+                if (res->status == 200)
+                        file_not_regular(&err, r->path);
+                else
+                        file_error(&err, "look at a file", r->path, res);
+                file_read_fail(r, &err);
+                sbx_error_clear(&err);
                 return;
         }
         q = http_escape(r->path);
@@ -101,8 +136,25 @@ file_read_judged_cb(void *op, const struct sbx_error *deny)
         free(q);
 }
 
-/* file.read: judged, then the whole file streams by and the window [offset, offset+max) is
- * kept. */
+static void
+file_read_judged_cb(void *op, const struct sbx_error *deny)
+{
+        struct file_read *r = op;
+        struct daytona_req req = {.idempotent = true};
+        char *q;
+
+        if (deny) {
+                file_read_fail(r, deny);
+                return;
+        }
+        q = http_escape(r->path);
+        daytona_send(&req, daytona_tb_url(r->sb, "/files/info?path=%s", q), file_read_info_cb, r,
+                     NULL);
+        free(q);
+}
+
+/* file.read: judged, GET /files/info, then the whole file streams by and the window
+ * [offset, offset+max) is kept. */
 void
 daytona_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
                   void *ctx, backend_judge_fn judge, backend_read_cb cb)
@@ -155,8 +207,9 @@ daytona_upload(struct backend_sandbox *sb, const char *path, const void *data, s
 /* ---- write ---- */
 
 enum fw_step {
-        FW_DIR, /* mkdir: POST /files/folder; else GET /files/info of the parent */
-        FW_OLD, /* append: GET /files/download of what is there */
+        FW_DIR,    /* mkdir: POST /files/folder; else GET /files/info of the parent */
+        FW_TARGET, /* GET /files/info of the file: none, or a regular file */
+        FW_OLD,    /* append: GET /files/download of what is there */
         FW_UPLOAD,
         FW_MODE, /* POST /files/permissions */
         FW_DONE,
@@ -168,6 +221,7 @@ struct file_write {
         struct buf data;
         int mode;
         bool append, mkdir;
+        bool fresh; /* no such file yet */
         enum fw_step step;
         void *ctx;
         backend_done_cb cb;
@@ -189,8 +243,9 @@ fw_finish(struct file_write *w, const struct sbx_error *err)
 static void
 fw_step_cb(void *ctx, const struct daytona_res *res)
 {
-        static const char *const what[] = {"check the directory", "read the file to append to",
-                                           "upload a file", "set the file's mode"};
+        static const char *const what[] = {"check the directory", "look at the file",
+                                           "read the file to append to", "upload a file",
+                                           "set the file's mode"};
         struct file_write *w = ctx;
         struct sbx_error err = {0};
         bool ok = res->status / 100 == 2;
@@ -198,8 +253,18 @@ fw_step_cb(void *ctx, const struct daytona_res *res)
         if (w->step == FW_DIR && !w->mkdir && ok &&
             !json_is_true(json_object_get(res->body, "isDir")))
                 ok = false;
+        if (w->step == FW_TARGET && res->status == 404)
+                ok = true; /* a new file */
+        if (w->step == FW_TARGET && res->status == 200 && !file_info_regular(res->body)) {
+                file_not_regular(&err, w->path);
+                fw_finish(w, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        if (w->step == FW_TARGET && res->status == 404)
+                w->fresh = true;
         if (w->step == FW_OLD && res->status == 404)
-                ok = true; /* nothing to append to */
+                ok = true; /* removed meanwhile: nothing to append to */
         if (w->step == FW_OLD && ok && res->status == 200) {
                 struct buf both = {0};
                 buf_append(&both, res->raw, res->len);
@@ -245,7 +310,7 @@ fw_next(struct file_write *w)
 {
         char *qd = http_escape(w->dir), *qp = http_escape(w->path);
 
-        if (w->step == FW_OLD && !w->append)
+        if (w->step == FW_OLD && (!w->append || w->fresh))
                 w->step = FW_UPLOAD;
         if (w->step == FW_MODE && w->mode < 0)
                 w->step = FW_DONE;
@@ -256,6 +321,9 @@ fw_next(struct file_write *w)
                                 daytona_tb_url(w->sb, "/files/folder?path=%s&mode=0755", qd));
                 else
                         fw_call(w, "GET", daytona_tb_url(w->sb, "/files/info?path=%s", qd));
+                break;
+        case FW_TARGET:
+                fw_call(w, "GET", daytona_tb_url(w->sb, "/files/info?path=%s", qp));
                 break;
         case FW_OLD:
                 fw_call(w, "GET", daytona_tb_url(w->sb, "/files/download?path=%s", qp));
@@ -277,8 +345,9 @@ fw_next(struct file_write *w)
         free(qp);
 }
 
-/* file.write: judged, parent checked (or made), old content fetched for an append, upload,
- * mode. What is written is copied now: fw is the daemon's only for this call. */
+/* file.write: judged, parent checked (or made), the file checked (none or regular), old
+ * content fetched for an append, upload, mode. What is written is copied now: fw is the
+ * daemon's only for this call. */
 void
 daytona_file_write(struct backend_sandbox *sb, const struct backend_file_write *fw, void *ctx,
                    backend_judge_fn judge, backend_done_cb cb)

@@ -238,6 +238,16 @@ class TestLifecycle(FakeTest):
                          "no such file")
         self.assertError(-32602, "file.write", {"sandbox": "files", "data": "x",
                                                 "path": home + "/nodir/f"}, "no such")
+        # Only regular files: the toolbox would wait on a FIFO until the call's timeout.
+        fifo = os.path.join(home, "fifo")
+        os.mkfifo(fifo, 0o600)
+        for method, extra in (("file.read", {}), ("file.write", {"data": "x"}),
+                              ("file.write", {"data": "x", "append": True})):
+            with self.subTest(method=method, **extra):
+                self.assertError(-32602, method, dict(sandbox="files", path=fifo, **extra),
+                                 "not a regular file")
+        self.assertError(-32602, "file.read", {"sandbox": "files", "path": home},
+                         "not a regular file")
         self.c.call("sandbox.destroy", {"id": "files"})
 
     def test_refused_specs(self):

@@ -224,6 +224,16 @@ class FakeSelfTest(unittest.TestCase):
         self.assertEqual(self.call("GET", t + "/files/download?path=" + home)[0], 400)
         st, _, info = self.call("GET", t + "/files/info?path=" + urllib.parse.quote(home))
         self.assertTrue(info["isDir"])
+        self.assertRegex(info["mode"], r"^d[a-zA-Z]*[r-][w-][x-]")  # Go's FileMode.String()
+        fifo = home + "/fifo"
+        os.mkfifo(fifo, 0o640)
+        try:
+            info = self.call("GET", t + "/files/info?path=" + urllib.parse.quote(fifo))[2]
+            self.assertEqual((info["mode"], info["isDir"]), ("prw-r-----", False))
+        finally:
+            os.unlink(fifo)
+        info = self.call("GET", t + "/files/info?path=" + urllib.parse.quote(path))[2]
+        self.assertEqual((info["mode"], info["size"]), ("-rw-r--r--", 256))
         self.assertEqual(self.call("POST", t + "/files/permissions?path=%s&mode=0600" %
                                    urllib.parse.quote(path))[0], 200)
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)

@@ -15,6 +15,7 @@ the command ends, so it never sees EOF.
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -249,10 +250,21 @@ def parse_multipart(ctype, body):
     return parts
 
 
+def go_mode(m):
+    """Go's FileMode.String() of a stat mode (what the toolbox's /files/info says): the letters
+    of "dalTLDpSugct?" whose bits are set ('-' for none), then rwxrwxrwx."""
+    kinds = [(stat.S_ISDIR(m), "d"), (stat.S_ISLNK(m), "L"),
+             (stat.S_ISBLK(m) or stat.S_ISCHR(m), "D"), (stat.S_ISFIFO(m), "p"),
+             (stat.S_ISSOCK(m), "S"), (m & stat.S_ISUID, "u"), (m & stat.S_ISGID, "g"),
+             (stat.S_ISCHR(m), "c"), (m & stat.S_ISVTX, "t")]
+    head = "".join(c for on, c in kinds if on) or "-"
+    return head + "".join(c if m & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+
+
 def file_info(path):
     st = os.stat(path)
     return {"name": os.path.basename(path), "size": st.st_size,
-            "mode": oct(st.st_mode), "modTime": time.ctime(st.st_mtime),
+            "mode": go_mode(st.st_mode), "modTime": time.ctime(st.st_mtime),
             "modifiedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime)),
             "isDir": os.path.isdir(path), "owner": str(st.st_uid), "group": str(st.st_gid),
             "permissions": "%04o" % (st.st_mode & 0o7777)}
