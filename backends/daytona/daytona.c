@@ -661,7 +661,25 @@ daytona_op_release(struct backend_proc *bp)
         daytona_exec_release(DP(bp));
 }
 
-/* No save: an exec does not outlive the daemon (see docs/backends/daytona.md). */
+static json_t *
+daytona_op_save(struct backend_proc *bp)
+{
+        return daytona_exec_save(DP(bp));
+}
+
+static int
+daytona_op_adopt(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                 const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                 struct backend_proc **ret, struct sbx_error *err)
+{
+        struct daytona_proc *p = NULL;
+        int rc = daytona_exec_adopt(bsb, spec, record, offsets, cbs, ctx, &p, err);
+
+        *ret = rc < 0 ? NULL : daytona_exec_base(p);
+        return rc;
+}
+
+/* Execs outlive the daemon: the commands run on in the sandbox (save, exec_adopt). */
 const struct backend_proc_ops daytona_proc_ops = {
         .write = daytona_op_write,
         .signal = daytona_op_signal,
@@ -669,6 +687,7 @@ const struct backend_proc_ops daytona_proc_ops = {
         .pause = daytona_op_pause,
         .resume = daytona_op_resume,
         .resize = daytona_op_resize,
+        .save = daytona_op_save,
         .release = daytona_op_release,
 };
 
@@ -678,11 +697,14 @@ const struct backend_ops daytona_backend_ops = {
         .init = daytona_init,
         .probe = daytona_probe,
         .create = daytona_create,
+        .cancel = daytona_cancel,
         .save = daytona_save,
         .adopt = daytona_adopt,
         .destroy = daytona_destroy,
         .reap_orphans = daytona_reap_orphans,
         .exec_start = daytona_op_start,
+        .exec_adopt = daytona_op_adopt,
+        .exec_adopt_done = daytona_exec_adopt_done,
         .file_read = daytona_file_read,
         .file_write = daytona_file_write,
         .shutdown = daytona_shutdown,

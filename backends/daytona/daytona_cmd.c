@@ -137,15 +137,15 @@ daytona_cmd_kill(const char *mode, int sig, const char *pidfile, unsigned grace_
 /* One relay line: "d<seq> " and the bytes, printable ASCII as they are, the rest as \0ooo;
  * "e<seq>" for the EOF. The relay skips a line whose seq is not above the last it took. */
 char *
-daytona_cmd_input(unsigned seq, const void *data, size_t len)
+daytona_cmd_input(uint64_t seq, const void *data, size_t len)
 {
         const unsigned char *p = data;
         struct buf b = {0};
 
         if (!data)
-                return xasprintf("e%u", seq);
+                return xasprintf("e%llu", (unsigned long long) seq);
         buf_reserve(&b, len * 5 + 16);
-        buf_appendf(&b, "d%u ", seq);
+        buf_appendf(&b, "d%llu ", (unsigned long long) seq);
         for (size_t i = 0; i < len; i++) {
                 if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\')
                         buf_append(&b, &p[i], 1);

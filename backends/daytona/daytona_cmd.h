@@ -55,10 +55,10 @@ char *daytona_cmd_pidfile(const char *dir, const char *exec_id);
 /* The /process/execute command that signals (mode "signal") or kills (mode "kill", TERM or
  * sig first, KILL after grace_ms) an exec's process tree; it prints the survivors (new). */
 char *daytona_cmd_kill(const char *mode, int sig, const char *pidfile, unsigned grace_ms);
-/* Relay input line number seq (from 1) for len bytes of stdin (at most DAYTONA_INPUT_CHUNK),
- * or the EOF line when data is NULL (new). Numbered, so a line sent twice (a retried request
- * whose first answer was lost) is taken once. */
-char *daytona_cmd_input(unsigned seq, const void *data, size_t len);
+/* Relay input line number seq (from 1, rising) for len bytes of stdin (at most
+ * DAYTONA_INPUT_CHUNK), or the EOF line when data is NULL (new). Numbered, so a line sent
+ * twice (a retried request whose first answer was lost) is taken once. */
+char *daytona_cmd_input(uint64_t seq, const void *data, size_t len);
 /* The command that removes the files of ended execs in dir (ids NULL-terminated; new). */
 char *daytona_cmd_cleanup(const char *dir, const char *const *ids);
 /* Appends s in POSIX single quotes. */

@@ -11,6 +11,7 @@
 #define CREATE_POSTS         3
 
 struct create {
+        struct list link; /* in cr_all */
         struct backend_sandbox *sb;
         void *ctx;
         backend_progress_cb progress;
@@ -24,10 +25,15 @@ struct create {
         uv_timer_t timer;
         bool timer_init;
         bool adopting, created;
+        bool cancel_wanted; /* backend_ops.cancel: ends at the next step */
         struct sbx_error err;
 };
 
+/* Creates and adoptions under way, for cancel. */
+static struct list cr_all = {&cr_all, &cr_all};
+
 static void cr_poll(struct create *c);
+static void cr_fail(struct create *c);
 static void cr_post(struct create *c);
 static void cr_toolbox(struct create *c);
 
@@ -42,6 +48,7 @@ cr_free_cb(uv_handle_t *h)
 static void
 cr_free(struct create *c)
 {
+        list_del(&c->link);
         json_decref(c->spec.body);
         json_decref(c->spec.labels);
         json_decref(c->enforced);
@@ -108,13 +115,59 @@ cr_done(struct create *c)
         cr_free(c);
 }
 
-/* ---- polling until started ---- */
+/* ---- cancel ---- */
+
+/* Called at each step: after a cancel the create ends here, and what it made on Daytona is
+ * deleted first (cr_fail). True when it ended. */
+static bool
+cr_cancelled(struct create *c)
+{
+        if (!c->cancel_wanted)
+                return false;
+        sbx_error_clear(&c->err);
+        sbx_error_set(&c->err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "cancelled"),
+                      "the %s of daytona sandbox %s was cancelled",
+                      c->adopting ? "adoption" : "creation", c->sb->id);
+        cr_fail(c);
+        return true;
+}
+
+static void
+cr_timer_init(struct create *c)
+{
+        if (c->timer_init)
+                return;
+        uv_timer_init(daytona.loop, &c->timer);
+        c->timer.data = c;
+        c->timer_init = true;
+}
 
 static void
 cr_timer_cb(uv_timer_t *t)
 {
-        cr_poll(t->data);
+        if (!cr_cancelled(t->data))
+                cr_poll(t->data);
 }
+
+/* Abandons the create or adoption started with ctx: the call in flight ends it when it
+ * comes back; a wait between polls is cut short (never from inside this call). */
+void
+daytona_cancel(void *ctx)
+{
+        struct list *l, *tmp;
+
+        LIST_FOREACH_SAFE(l, tmp, &cr_all)
+        {
+                struct create *c = LIST_ENTRY(l, struct create, link);
+                if (c->ctx != ctx || c->cancel_wanted)
+                        continue;
+                c->cancel_wanted = true;
+                if (c->timer_init && uv_is_active((uv_handle_t *) &c->timer))
+                        uv_timer_start(&c->timer, cr_timer_cb, 0, 0);
+        }
+}
+
+/* ---- polling until started ---- */
 
 static void
 cr_later(struct create *c)
@@ -123,11 +176,7 @@ cr_later(struct create *c)
 
         for (unsigned i = 0; i < c->polls && d < CREATE_POLL_MAX_MS; i++)
                 d *= 1.1;
-        if (!c->timer_init) {
-                uv_timer_init(daytona.loop, &c->timer);
-                c->timer.data = c;
-                c->timer_init = true;
-        }
+        cr_timer_init(c);
         c->polls++;
         uv_timer_start(&c->timer, cr_timer_cb, (uint64_t) MIN(d, CREATE_POLL_MAX_MS), 0);
 }
@@ -150,6 +199,8 @@ cr_started_cb(void *ctx, const struct daytona_res *res)
 {
         struct create *c = ctx;
 
+        if (cr_cancelled(c))
+                return;
         /* 409: a state change was under way; the polling sees where it ends. */
         if (res->status != 200 && res->status != 409) {
                 cr_fail_res(c, "start sandbox", res);
@@ -189,6 +240,8 @@ cr_state(struct create *c, json_t *o)
         const char *state, *phase;
         enum daytona_class cl;
 
+        if (cr_cancelled(c))
+                return;
         if (daytona_sandbox_take(c->sb, o, &c->err) < 0) {
                 cr_fail(c);
                 return;
@@ -242,6 +295,10 @@ cr_session_cb(void *ctx, struct daytona_session *s, const struct sbx_error *err)
 {
         struct create *c = ctx;
 
+        if (!err && c->cancel_wanted)
+                daytona_session_put(s, NULL, false);
+        if (cr_cancelled(c))
+                return;
         if (err) {
                 sbx_error_set(&c->err, err->code, json_incref(err->data), "%s", err->message);
                 sbx_error_prefix(&c->err, "the sandbox's toolbox does not answer");
@@ -259,6 +316,8 @@ cr_dir_cb(void *ctx, const struct daytona_res *res)
         const char *dir = json_string_value(json_object_get(res->body, "dir"));
         bool home = !c->sb->home, made = !home && c->want_workdir;
 
+        if (cr_cancelled(c))
+                return;
         if (res->status / 100 != 2 || (!made && (!dir || dir[0] != '/'))) {
                 cr_fail_res(c, home ? "get the home directory" : "set up the working directory",
                             res);
@@ -356,6 +415,8 @@ cr_post(struct create *c)
 {
         struct daytona_req r = {.method = "POST", .json = c->spec.body};
 
+        if (cr_cancelled(c))
+                return;
         if (c->progress && !c->posts)
                 c->progress(c->ctx, "start", "creating the sandbox on Daytona", -1, -1);
         c->posts++;
@@ -403,6 +464,8 @@ cr_parked_cb(void *ctx, const struct daytona_res *res)
         json_t *o;
         size_t i;
 
+        if (cr_cancelled(c))
+                return;
         if (res->status != 200) {
                 cr_fail_res(c, "look for a persistent sandbox of that name", res);
                 return;
@@ -428,6 +491,7 @@ cr_new(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
 
         c->ctx = ctx;
         c->cb = cb;
+        list_add_tail(&cr_all, &c->link);
         c->sb = daytona_sandbox_new(spec->id);
         c->enforced = daytona_spec_enforced(spec);
         c->deadline = util_now_ms() + (uint64_t) daytona.create_timeout_s * 1000;

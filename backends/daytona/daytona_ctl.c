@@ -123,7 +123,7 @@ daytona_exec_kill(struct daytona_proc *p, unsigned grace_ms, void *ctx, backend_
                         cb(ctx, 0, NULL);
                 return;
         }
-        if (p->phase == EX_PREP) {
+        if (p->phase == EX_PREP && !p->posts) {
                 /* Nothing was sent to the sandbox yet: it never runs. */
                 daytona_exec_cancel(p);
                 if (cb)

@@ -10,6 +10,9 @@
  *            the replay skips what was read before, so no output is lost or repeated
  *   end      the wrapper's markers carry the status and the shell state; a log that ends
  *            without them is settled by GET …/command/{c} (its exitCode)
+ *   adopt    after a daemon restart an exec is found again by its nonce in the sandbox's
+ *            sessions (GET /process/session) and followed from the start, the output the
+ *            daemon kept already skipped per stream
  *
  * The kill, signal and stdin relay of a running exec are in daytona_ctl.c.
  */
@@ -31,6 +34,8 @@ static struct list ex_all = {&ex_all, &ex_all};
 static void ex_prepare(struct daytona_proc *p);
 static void ex_follow(struct daytona_proc *p);
 static void ex_post(struct daytona_proc *p);
+static void ex_adopt_find(struct daytona_proc *p);
+static void ex_adopt_settled(struct daytona_proc *p);
 
 /* ---- the end ---- */
 
@@ -47,6 +52,7 @@ ex_timer_close_cb(uv_handle_t *h)
         free(p->cwd);
         free(p->cmd_id);
         free(p->dup_id);
+        free(p->lost);
         buf_free(&p->stdin_file);
         daytona_log_free(&p->log);
         sbx_error_clear(&p->fail);
@@ -79,6 +85,7 @@ ex_deliver(struct daytona_proc *p)
         ex_quiesce(p);
         p->phase = EX_DONE;
         list_del(&p->link);
+        ex_adopt_settled(p);
         if (p->posts || p->stdin_sent)
                 daytona_sandbox_spent(p->sb, p->exec_id);
         if (p->session) {
@@ -95,10 +102,18 @@ ex_deliver(struct daytona_proc *p)
         p->cbs.on_exit(p->ctx, &p->ex);
 }
 
-/* The exec could not start: on_exit with exec_exit.error (err moved from). */
+static void ex_lost(struct daytona_proc *p, const char *why);
+
+/* The exec could not start: on_exit with exec_exit.error (err moved from). An adopted exec
+ * did run: it is lost. */
 static void
 ex_fail(struct daytona_proc *p, struct sbx_error *err)
 {
+        if (p->adopted) {
+                ex_lost(p, err->message ? err->message : "the sandbox cannot be used");
+                sbx_error_clear(err);
+                return;
+        }
         sbx_error_move(&p->fail, err);
         p->ex.exit_code = 125;
         ex_deliver(p);
@@ -113,16 +128,15 @@ ex_failmsg(struct daytona_proc *p, const char *msg)
         ex_fail(p, &err);
 }
 
-/* The command ran but its end cannot be learnt any more: its output so far and a note. */
+/* The command ran but its end cannot be learnt any more: its output so far, and
+ * exec_exit.lost says why. */
 static void
 ex_lost(struct daytona_proc *p, const char *why)
 {
-        char *m = xasprintf("\nsandboxd: lost the Daytona command's log: %s\n", why);
-
         daytona_log_flush(&p->log);
-        p->cbs.on_output(p->ctx, BACKEND_STDERR, m, strlen(m));
-        free(m);
-        p->ex.exit_code = 255;
+        free(p->lost);
+        p->lost = xasprintf("lost the Daytona command: %s", why);
+        p->ex.lost = p->lost;
         p->session_bad = true;
         ex_deliver(p);
 }
@@ -190,8 +204,14 @@ void
 daytona_exec_output(void *ctx, int stream, const char *data, size_t len)
 {
         struct daytona_proc *p = ctx;
+        uint64_t *skip = &p->skip_out[stream ? 1 : 0];
+        size_t n = (size_t) MIN((uint64_t) len, *skip);
 
-        p->cbs.on_output(p->ctx, stream ? BACKEND_STDERR : BACKEND_STDOUT, data, len);
+        /* Adopted: the log is read from its start, the daemon has this much already. */
+        *skip -= n;
+        if (len > n)
+                p->cbs.on_output(p->ctx, stream ? BACKEND_STDERR : BACKEND_STDOUT, data + n,
+                                 len - n);
 }
 
 static void
@@ -329,6 +349,7 @@ static void
 ex_running(struct daytona_proc *p)
 {
         p->phase = EX_STREAM;
+        ex_adopt_settled(p);
         daytona_ctl_started(p);
         ex_follow(p);
 }
@@ -497,6 +518,10 @@ ex_prepare(struct daytona_proc *p)
 {
         if (p->phase == EX_DONE)
                 return;
+        if (p->adopted) { /* after a start of the sandbox, too */
+                ex_adopt_find(p);
+                return;
+        }
         if (p->in == DAYTONA_STDIN_FILE && !p->stdin_sent) {
                 char *path = xasprintf("%s.in", p->pidfile);
                 daytona_upload(p->sb, path, p->stdin_file.data, p->stdin_file.len, p,
@@ -609,7 +634,36 @@ ex_check(struct backend_sandbox *bsb, const struct exec_spec *spec, struct sbx_e
         return 0;
 }
 
-/* Starts an exec. */
+/* A new exec handle of bsb (one for exec_start or exec_adopt to complete). */
+static struct daytona_proc *
+ex_new(struct backend_sandbox *bsb, const char *exec_id, const struct backend_exec_cbs *cbs,
+       void *ctx)
+{
+        struct daytona_proc *p = xcalloc(1, sizeof(*p));
+
+        p->base.ops = &daytona_proc_ops;
+        p->sb = bsb;
+        daytona_sandbox_ref(bsb);
+        p->cbs = *cbs;
+        p->ctx = ctx;
+        p->exec_id = xstrdup(exec_id);
+        p->pidfile = daytona_cmd_pidfile(daytona.remote_dir, p->exec_id);
+        return p;
+}
+
+/* The nonce, cwd and stdin are set: the exec goes. Not from inside the op, since the daemon
+ * hears of the exec's end only afterwards. */
+static void
+ex_launch(struct daytona_proc *p, const struct exec_spec *spec)
+{
+        daytona_log_init(&p->log, p->nonce, daytona_exec_output, p);
+        daytona_ctl_init(p, spec);
+        list_add_tail(&ex_all, &p->link);
+        uv_timer_init(daytona.loop, &p->timer);
+        p->timer.data = p;
+        uv_timer_start(&p->timer, ex_kickoff_cb, 0, 0);
+}
+
 /* What the daemon holds of p. */
 struct backend_proc *
 daytona_exec_base(struct daytona_proc *p)
@@ -617,6 +671,7 @@ daytona_exec_base(struct daytona_proc *p)
         return &p->base;
 }
 
+/* Starts an exec. */
 int
 daytona_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
                    const struct backend_exec_cbs *cbs, void *ctx, struct daytona_proc **ret,
@@ -627,16 +682,9 @@ daytona_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
 
         if (rc < 0)
                 return rc;
-        p = xcalloc(1, sizeof(*p));
-        p->base.ops = &daytona_proc_ops;
-        p->sb = bsb;
-        daytona_sandbox_ref(bsb);
-        p->cbs = *cbs;
-        p->ctx = ctx;
-        p->exec_id = xstrdup(spec->exec_id);
+        p = ex_new(bsb, spec->exec_id, cbs, ctx);
         p->nonce[0] = '~';
         util_random_hex(p->nonce + 1, DAYTONA_NONCE_LEN - 1);
-        p->pidfile = daytona_cmd_pidfile(daytona.remote_dir, p->exec_id);
         p->argv0 = xstrdup(spec->argv[0]);
         p->cwd = xstrdup(spec->cwd ? spec->cwd : bsb->workdir ? bsb->workdir : "/");
         p->in = spec->stdin_open  ? DAYTONA_STDIN_RELAY
@@ -644,14 +692,8 @@ daytona_exec_start(struct backend_sandbox *bsb, const struct exec_spec *spec,
                                   : DAYTONA_STDIN_NONE;
         if (p->in == DAYTONA_STDIN_FILE)
                 buf_append(&p->stdin_file, spec->stdin_data, spec->stdin_len);
-        daytona_log_init(&p->log, p->nonce, daytona_exec_output, p);
-        daytona_ctl_init(p, spec);
         ex_build(p, spec);
-        list_add_tail(&ex_all, &p->link);
-        uv_timer_init(daytona.loop, &p->timer);
-        p->timer.data = p;
-        /* Not from inside exec_start: the daemon hears of the exec's end only afterwards. */
-        uv_timer_start(&p->timer, ex_kickoff_cb, 0, 0);
+        ex_launch(p, spec);
         *ret = p;
         return 0;
 }
@@ -686,22 +728,31 @@ daytona_exec_release(struct daytona_proc *p)
 {
         ex_quiesce(p);
         list_del(&p->link);
+        if (p->adopting) { /* released before it was found (shutdown): no sweep */
+                p->adopting = false;
+                p->sb->adopting--;
+        }
         if (p->session)
                 daytona_session_put(p->session, NULL, false);
         p->session = NULL;
         uv_close((uv_handle_t *) &p->timer, ex_timer_close_cb);
 }
 
-/* Ends the execs still running (the daemon stops; the commands go on in the sandboxes). */
+/* Lets go of the execs still running (the daemon stops; the commands go on in the sandboxes,
+ * and the next daemon takes them back). Each ends as lost for this daemon, which has recorded
+ * and kept what it needs already: nothing else reaches it, not even output held back. */
 void
 daytona_exec_shutdown(void)
 {
         while (!list_empty(&ex_all)) {
                 struct daytona_proc *p = LIST_ENTRY(ex_all.next, struct daytona_proc, link);
-                struct sbx_error err = {0};
-                sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "stopping"),
-                              "the daemon is shutting down");
-                ex_fail(p, &err);
+                free(p->lost);
+                p->lost = xstrdup("the daemon is shutting down");
+                p->ex.lost = p->lost;
+                p->session_bad = true; /* its command may run on: the session is not reused */
+                p->posts = 0;          /* nor are its files removed (pid file, relay) */
+                p->stdin_sent = false;
+                ex_deliver(p);
         }
 }
 
@@ -718,4 +769,160 @@ daytona_exec_cancel(struct daytona_proc *p)
 {
         p->ex.signal = SIGKILL;
         ex_deliver(p);
+}
+
+/* ---- after a daemon restart: save, exec_adopt, exec_adopt_done ---- */
+
+static const char *const ex_stdin_names[] = {
+        [DAYTONA_STDIN_NONE] = "none",
+        [DAYTONA_STDIN_FILE] = "file",
+        [DAYTONA_STDIN_RELAY] = "relay",
+};
+
+/* What exec_adopt needs: the nonce finds the command in the sandbox (the session and the
+ * command id are not known yet when the daemon asks, right after exec_start). */
+json_t *
+daytona_exec_save(struct daytona_proc *p)
+{
+        return json_pack("{s:i,s:s,s:s,s:s,s:s}", "v", 1, "nonce", p->nonce, "stdin",
+                         ex_stdin_names[p->in], "argv0", p->argv0, "cwd", p->cwd);
+}
+
+/* The adopted exec was found or given up: when the last one of its sandbox is, the sessions
+ * nobody claims go (exec_adopt_done). */
+static void
+ex_adopt_settled(struct daytona_proc *p)
+{
+        struct backend_sandbox *sb = p->sb;
+
+        if (!p->adopting)
+                return;
+        p->adopting = false;
+        if (--sb->adopting == 0 && sb->sweep_wanted) {
+                sb->sweep_wanted = false;
+                daytona_exec_sweep(sb);
+        }
+}
+
+static void
+ex_adopt_found_cb(void *ctx, const struct daytona_res *res)
+{
+        struct daytona_proc *p = ctx;
+        json_t *s, *c;
+        size_t i, j;
+
+        p->call = NULL;
+        if (res->status != 200 || !json_is_array(res->body)) {
+                daytona_exec_toolbox_failed(p, "list the toolbox sessions", res);
+                return;
+        }
+        json_array_foreach(res->body, i, s)
+        {
+                const char *sid = json_string_value(json_object_get(s, "sessionId"));
+                json_array_foreach(json_object_get(s, "commands"), j, c)
+                {
+                        const char *id = json_string_value(json_object_get(c, "id"));
+                        const char *text = json_string_value(json_object_get(c, "command"));
+                        if (!daytona_id_ok(sid) || !daytona_id_ok(id) || !text ||
+                            !strstr(text, p->nonce))
+                                continue;
+                        p->session = daytona_session_adopt(p->sb, sid);
+                        p->cmd_id = xstrdup(id);
+                        ex_running(p);
+                        return;
+                }
+        }
+        ex_lost(p, "it is in none of the sandbox's toolbox sessions (it never started, or the "
+                   "sandbox was restarted)");
+}
+
+/* Looks for the command in every session of the sandbox. */
+static void
+ex_adopt_find(struct daytona_proc *p)
+{
+        struct daytona_req r = {.idempotent = true};
+
+        p->phase = EX_POSTING;
+        daytona_send(&r, daytona_tb_url(p->sb, "/process/session"), ex_adopt_found_cb, p, &p->call);
+}
+
+static int
+ex_adopt_stdin(const char *name)
+{
+        for (size_t i = 0; name && i < ARRAY_SIZE(ex_stdin_names); i++)
+                if (!strcmp(name, ex_stdin_names[i]))
+                        return (int) i;
+        return -1;
+}
+
+/* Takes back an exec a previous daemon started (record: daytona_exec_save's). */
+int
+daytona_exec_adopt(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                   const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                   struct daytona_proc **ret, struct sbx_error *err)
+{
+        const char *nonce = json_string_value(json_object_get(record, "nonce"));
+        const char *argv0 = json_string_value(json_object_get(record, "argv0"));
+        const char *cwd = json_string_value(json_object_get(record, "cwd"));
+        int in = ex_adopt_stdin(json_string_value(json_object_get(record, "stdin")));
+        struct daytona_proc *p;
+
+        if (!nonce || strlen(nonce) != DAYTONA_NONCE_LEN || nonce[0] != '~' ||
+            strspn(nonce + 1, "0123456789abcdef") != DAYTONA_NONCE_LEN - 1 || in < 0 || !argv0 ||
+            !cwd || !spec->exec_id) {
+                sbx_error_backend(err, DAYTONA_NAME,
+                                  "the exec's record is not one of this "
+                                  "backend's");
+                return -EINVAL;
+        }
+        if (bsb->destroyed || !daytona.initialised) {
+                sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "destroyed"),
+                              "daytona sandbox %s is being destroyed", bsb->id);
+                return -ESHUTDOWN;
+        }
+        p = ex_new(bsb, spec->exec_id, cbs, ctx);
+        memcpy(p->nonce, nonce, DAYTONA_NONCE_LEN + 1);
+        p->argv0 = xstrdup(argv0);
+        p->cwd = xstrdup(cwd);
+        p->in = (enum daytona_stdin) in;
+        p->adopted = p->adopting = true;
+        bsb->adopting++;
+        p->posts = 1; /* its files go with the next batch once it is over */
+        p->skip_out[0] = offsets[0];
+        p->skip_out[1] = offsets[1];
+        /* Above every line the relay took before: the count restarts here. */
+        p->in_seq = util_wall_ms() * 1000;
+        ex_launch(p, spec);
+        *ret = p;
+        return 0;
+}
+
+/* Every recorded exec of sb was adopted: once they are found, the sessions of a previous
+ * daemon that none of them uses go (its idle pool). */
+void
+daytona_exec_adopt_done(struct backend_sandbox *sb)
+{
+        if (sb->adopting)
+                sb->sweep_wanted = true;
+        else
+                daytona_exec_sweep(sb);
+}
+
+/* Deletes the sandbox's sandboxd sessions that no exec of this daemon uses and whose
+ * commands are all over (daytona_session_sweep). */
+void
+daytona_exec_sweep(struct backend_sandbox *sb)
+{
+        const char **keep = xcalloc(list_count(&ex_all) + 1, sizeof(*keep));
+        struct list *l, *tmp;
+        size_t n = 0;
+
+        LIST_FOREACH_SAFE(l, tmp, &ex_all)
+        {
+                struct daytona_proc *p = LIST_ENTRY(l, struct daytona_proc, link);
+                if (p->sb == sb && p->session)
+                        keep[n++] = p->session->id;
+        }
+        daytona_session_sweep(sb, keep);
+        free(keep);
 }

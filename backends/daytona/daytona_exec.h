@@ -50,13 +50,18 @@ struct daytona_proc {
         bool paused;
         struct exec_exit ex;
         struct sbx_error fail;
+        char *lost; /* ex.lost */
+        /* exec_adopt: an exec of a previous daemon, found in the sandbox by its nonce */
+        bool adopted;
+        bool adopting;        /* still looking for it (counted in sb->adopting) */
+        uint64_t skip_out[2]; /* output the daemon has already, per stream */
         /* daytona_ctl.c */
         int signalled;     /* the last signal sent to the tree */
         int pending_sig;   /* asked for before the command was posted */
         struct list kills; /* kill requests waiting for the command to be posted */
         struct list inq;   /* stdin relay lines not yet sent */
         size_t in_bytes;
-        unsigned in_seq;
+        uint64_t in_seq; /* the last relay line's number */
         bool eof_queued;
         struct daytona_call *in_call;
 };

@@ -157,6 +157,8 @@ struct backend_sandbox {
         struct daytona_call *start_call;
         json_t *spent;                     /* ids of ended execs whose files may go */
         struct daytona_call *cleanup_call; /* their removal in flight */
+        unsigned adopting;                 /* adopted execs still being looked for */
+        bool sweep_wanted; /* exec_adopt_done came: sweep the sessions once they are found */
         uv_timer_t poll_timer;
         bool poll_timer_init, polling;
         unsigned polls;
@@ -214,6 +216,11 @@ void daytona_session_cancel(struct daytona_session_req *req);
 /* Gives a session back after its command: cmd_id is looked at until its exit code shows,
  * then the session is idle again. healthy false: the session is dropped (DELETE). */
 void daytona_session_put(struct daytona_session *s, const char *cmd_id, bool healthy);
+/* The session (made by a previous daemon) of an adopted exec, in use (no list). */
+struct daytona_session *daytona_session_adopt(struct backend_sandbox *sb, const char *id);
+/* Deletes the sandboxd sessions of sb that are neither in keep (NULL-terminated ids) nor in
+ * the pool and whose commands are over. */
+void daytona_session_sweep(struct backend_sandbox *sb, const char *const *keep);
 
 /* ---- daytona_spec.c ---- */
 
@@ -240,6 +247,7 @@ void daytona_create(const struct sandbox_spec *spec, void *ctx, backend_progress
 json_t *daytona_save(struct backend_sandbox *bsb);
 void daytona_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx,
                    backend_create_cb cb);
+void daytona_cancel(void *ctx);
 void daytona_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb);
 void daytona_sandbox_shutdown(void);
 
@@ -259,6 +267,14 @@ void daytona_exec_pause(struct daytona_proc *p);
 void daytona_exec_resume(struct daytona_proc *p);
 int daytona_exec_resize(struct daytona_proc *p, unsigned short rows, unsigned short cols);
 void daytona_exec_release(struct daytona_proc *p);
+/* exec_adopt and its parts (after a daemon restart). */
+json_t *daytona_exec_save(struct daytona_proc *p);
+int daytona_exec_adopt(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                       const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                       struct daytona_proc **ret, struct sbx_error *err);
+void daytona_exec_adopt_done(struct backend_sandbox *sb);
+/* Sweeps the sessions of sb no exec uses (daytona_session_sweep). */
+void daytona_exec_sweep(struct backend_sandbox *sb);
 /* Ends every exec's stream (shutdown): they end with exec_exit.error. */
 void daytona_exec_shutdown(void);
 

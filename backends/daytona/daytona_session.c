@@ -294,3 +294,101 @@ daytona_session_get(struct backend_sandbox *sb, void *ctx, daytona_session_cb cb
         free(id);
         return n;
 }
+
+/* A session of a previous daemon that an adopted exec's command runs in: it joins the pool
+ * once that command is over (daytona_session_put). */
+struct daytona_session *
+daytona_session_adopt(struct backend_sandbox *sb, const char *id)
+{
+        return session_new(sb, id);
+}
+
+struct session_sweep {
+        struct backend_sandbox *sb; /* referenced */
+        char **keep;                /* NULL-terminated */
+};
+
+static bool
+session_known(struct session_sweep *w, const char *id)
+{
+        struct list *lists[] = {&w->sb->idle, &w->sb->draining};
+
+        for (char **k = w->keep; *k; k++)
+                if (!strcmp(*k, id))
+                        return true;
+        for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
+                for (struct list *l = lists[i]->next; l != lists[i]; l = l->next)
+                        if (!strcmp(LIST_ENTRY(l, struct daytona_session, link)->id, id))
+                                return true;
+        return false;
+}
+
+/* Whether every command of a session is over (its exit code shows). */
+static bool
+session_quiet(json_t *s)
+{
+        json_t *c;
+        size_t i;
+
+        json_array_foreach(json_object_get(s, "commands"), i, c)
+        {
+                if (!json_is_integer(json_object_get(c, "exitCode")))
+                        return false;
+        }
+        return true;
+}
+
+static void
+session_swept_cb(void *ctx, const struct daytona_res *res)
+{
+        daytona_sandbox_unref(ctx);
+}
+
+static void
+session_listed_cb(void *ctx, const struct daytona_res *res)
+{
+        struct session_sweep *w = ctx;
+        json_t *s;
+        size_t i;
+
+        /* A failure leaves idle shells in the sandbox until it goes; nothing to tell anyone. */
+        json_array_foreach(res->status == 200 ? res->body : NULL, i, s)
+        {
+                const char *id = json_string_value(json_object_get(s, "sessionId"));
+                struct daytona_req r = {.method = "DELETE", .idempotent = true};
+                if (!daytona_id_ok(id) || strncmp(id, "sandboxd-", 9) || session_known(w, id) ||
+                    !session_quiet(s) || w->sb->destroyed)
+                        continue;
+                daytona_sandbox_ref(w->sb);
+                daytona_send(&r, daytona_tb_url(w->sb, "/process/session/%s", id), session_swept_cb,
+                             w->sb, NULL);
+        }
+        for (char **k = w->keep; *k; k++)
+                free(*k);
+        free(w->keep);
+        daytona_sandbox_unref(w->sb);
+        free(w);
+}
+
+/* Deletes the sandbox's sandboxd sessions that are in neither keep (NULL-terminated) nor the
+ * pool and whose commands are all over: the idle pool of a previous daemon. A session with a
+ * command still running is left alone (an exec no record names; it ends on its own). */
+void
+daytona_session_sweep(struct backend_sandbox *sb, const char *const *keep)
+{
+        struct daytona_req r = {.idempotent = true};
+        struct session_sweep *w;
+        size_t n = 0;
+
+        if (sb->destroyed)
+                return;
+        w = xcalloc(1, sizeof(*w));
+        while (keep[n])
+                n++;
+        w->keep = xcalloc(n + 1, sizeof(*w->keep));
+        for (size_t i = 0; i < n; i++)
+                w->keep[i] = xstrdup(keep[i]);
+        w->sb = sb;
+        daytona_sandbox_ref(sb);
+        daytona_send(&r, daytona_tb_url(sb, "/process/session"), session_listed_cb, w, NULL);
+}

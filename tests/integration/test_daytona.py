@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from harness import SANDBOXD, Daemon, RpcError, b64
@@ -359,6 +360,31 @@ class TestFlakyLink(FakeTest):
         with self.fake.lock:
             self.assertEqual(self.fake.sandboxes, {})  # nothing left behind
 
+    def test_create_cancelled_when_its_client_goes(self):
+        """A create whose client disconnects is abandoned (backend cancel): the sandbox it
+        made on Daytona is deleted, none is left in the daemon."""
+        def made():
+            with self.fake.lock:
+                return [sb for sb in self.fake.sandboxes.values()
+                        if sb.labels.get("sandboxd.name") == "gone"]
+        self.fake.start_polls = 100000  # it never starts
+        try:
+            c = self.daemon.client()
+            c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                    "params": {"backend": "daytona", "name": "gone"}})
+            deadline = time.monotonic() + 20
+            while not made():
+                self.assertLess(time.monotonic(), deadline, "no sandbox made")
+                time.sleep(0.05)
+            c.close()
+            while made():
+                self.assertLess(time.monotonic(), deadline, "the sandbox was not deleted")
+                time.sleep(0.05)
+        finally:
+            self.fake.start_polls = 0
+        names = [s["name"] for s in self.c.call("sandbox.list")["sandboxes"]]
+        self.assertNotIn("gone", names)
+
     def test_slow_start(self):
         self.fake.start_polls = 5
         self.mark()
@@ -373,7 +399,82 @@ class TestFlakyLink(FakeTest):
         self.c.call("sandbox.destroy", {"id": "slow"})
 
 
+def read_all(c, exec_id, stream="stdout"):
+    """Everything the daemon kept of a stream, through process.read."""
+    out, off = "", 0
+    while True:
+        r = c.call("process.read", {"exec_id": exec_id, "stream": stream, "offset": off,
+                                    "max_bytes": 1 << 20})
+        out += r["data"]
+        off = r["next_offset"]
+        if r["eof"] or not r["data"]:
+            return out
+
+
 class TestRestart(FakeTest):
+    def wait_for(self, what, cond, timeout=20):
+        deadline = time.monotonic() + timeout
+        while not cond():
+            self.assertLess(time.monotonic(), deadline, what)
+            time.sleep(0.05)
+
+    def test_execs_outlive_a_restart(self):
+        """An orderly restart (SIGTERM) leaves execs running in the sandbox; the next daemon
+        finds them by their nonce and goes on: no line lost or repeated, stdin still open,
+        the real status of one that ended meanwhile, the old daemon's idle sessions gone."""
+        sbx = self.create(name="run")
+        n = 60
+        numbered = self.exec("run", background=True, command=(
+            "i=0; while [ $i -lt %d ]; do echo out-$i; echo err-$i >&2; i=$((i+1)); "
+            "sleep 0.05; done; exit 3" % n))["exec_id"]
+        reader = self.exec("run", background=True, stdin_open=True,
+                           command="read a; echo got:$a; read b; echo got:$b")["exec_id"]
+        self.c.call("process.write", {"exec_id": reader, "data": "one\n"})
+        late = self.exec("run", background=True,
+                         command="sleep 1; echo late; exit 4")["exec_id"]
+        pidfile = os.path.join(self.root, "hold.pid")
+        hold = self.exec("run", background=True, command="sleep %d & echo $! > %s; wait" % (
+            300 + int.from_bytes(os.urandom(2), "big") % 600, pidfile))["exec_id"]
+        self.wait_for("no output yet", lambda: "out-5" in read_all(self.c, numbered))
+        self.wait_for("stdin not taken", lambda: "got:one" in read_all(self.c, reader))
+        self.exec("run", command="true")  # a pooled session, idle when the daemon stops
+
+        def idle():
+            return {sid for sid, ses in list(self.box(sbx).sessions.items())
+                    if all("exitCode" in c for c in ses.info()["commands"])}
+        self.wait_for("no idle session", idle)
+        idle = idle()
+        state = self.daemon.state
+        self.c.close()
+        self.daemon.stop()
+        time.sleep(1.5)  # `late` ends while no daemon runs
+        type(self).daemon = self.start_daemon(state_dir=state)
+        self.c = self.daemon.client()
+        w = self.c.call("process.wait", {"exec_id": numbered, "timeout_ms": 60000}, timeout=90)
+        self.assertEqual((w["state"], w["exit_code"]), ("exited", 3), w)
+        self.assertEqual(read_all(self.c, numbered).splitlines(),
+                         ["out-%d" % i for i in range(n)])
+        self.assertEqual(read_all(self.c, numbered, "stderr").splitlines(),
+                         ["err-%d" % i for i in range(n)])
+        self.c.call("process.write", {"exec_id": reader, "data": "two\n", "eof": True})
+        w = self.c.call("process.wait", {"exec_id": reader, "timeout_ms": 30000}, timeout=60)
+        self.assertEqual((w["exit_code"], read_all(self.c, reader)),
+                         (0, "got:one\ngot:two\n"), w)
+        w = self.c.call("process.wait", {"exec_id": late, "timeout_ms": 30000}, timeout=60)
+        self.assertEqual((w["exit_code"], read_all(self.c, late)), (4, "late\n"), w)
+        # Killed after the restart: its tree goes (the pid file is the wrapper's, in remote_dir).
+        k = self.c.call("process.kill", {"exec_id": hold, "grace_ms": 500})
+        self.assertEqual((k["killed"], k["survivors"]), (True, 0), k)
+        w = self.c.call("process.wait", {"exec_id": hold, "timeout_ms": 10000}, timeout=30)
+        self.assertEqual(w["signal"], "SIGTERM", w)
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.assertFalse(os.path.exists("/proc/%d" % pid) and
+                         open("/proc/%d/stat" % pid).read().split(") ")[1][0] != "Z")
+        self.wait_for("the old idle sessions stay",
+                      lambda: not idle & set(self.box(sbx).sessions))
+        self.c.call("sandbox.destroy", {"id": "run"})
+
     def test_readoption_orphans_and_persistence(self):
         keep = self.create(name="keep")
         self.exec("keep", command="cd /tmp")
