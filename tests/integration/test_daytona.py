@@ -18,6 +18,7 @@ import time
 import unittest
 
 from harness import SANDBOXD, Daemon, RpcError, b64
+from test_identity import NOBODY, as_nobody
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fakes.daytona import FakeDaytona  # noqa: E402
@@ -33,13 +34,14 @@ class FakeTest(unittest.TestCase):
     """A fake Daytona and a daemon using it, per class."""
 
     extra = ""      # more [backend.daytona] lines
+    daemon_extra = ""  # more [daemon] lines
     use_file = True  # the key in api_key_file (else DAYTONA_API_KEY in the daemon's environment)
     log_level = "info"
 
     @classmethod
     def start_daemon(cls, state_dir=None):
-        conf = "[daemon]\nlog_level = %s\n[backend.daytona]\napi_url = %s\nremote_dir = %s\n%s" % (
-            cls.log_level, cls.fake.url, cls.remote, cls.extra)
+        conf = ("[daemon]\nlog_level = %s\n%s[backend.daytona]\napi_url = %s\nremote_dir = %s\n%s"
+                % (cls.log_level, cls.daemon_extra, cls.fake.url, cls.remote, cls.extra))
         env = {}
         if cls.use_file:
             conf += "api_key_file = %s\n" % cls.keyfile
@@ -111,8 +113,7 @@ class TestLifecycle(FakeTest):
 
     def test_create_exec_destroy(self):
         sbx = self.create(name="life", image="python:3.12",
-                          labels={"team": "t1", "sandboxd.persistent": "1", "sandboxd.owner": "12345",
-                                  "sandboxd.x": "y"},
+                          labels={"team": "t1"},
                           resources={"cpus": 1.5, "memory_mb": 1500, "disk_mb": 3000})
         body = json.loads(self.fake.requests_to("POST", r"/api/sandbox$")[-1][3])
         self.assertEqual(body["buildInfo"], {"dockerfileContent": "FROM python:3.12\n"})
@@ -126,8 +127,7 @@ class TestLifecycle(FakeTest):
         self.assertEqual(labels["sandboxd.sandbox"], sbx["id"])
         self.assertEqual(labels["sandboxd.owner"], str(os.getuid()))
         self.assertEqual(labels["sandboxd.instance"], self.daemon.state)
-        self.assertNotIn("sandboxd.persistent", labels)  # reserved: the client's are dropped
-        self.assertNotIn("sandboxd.x", labels)
+        self.assertNotIn("sandboxd.persistent", labels)
         phases = {n["params"]["phase"] for n in self.c.notifications
                   if n["method"] == "sandbox.progress"}
         self.assertEqual(phases, {"build", "start"})
@@ -259,6 +259,10 @@ class TestLifecycle(FakeTest):
             ({"image": "alpine\nRUN curl x | sh"}, "not an image"),
             ({"daytona": {"snapshot": "s"}, "image": "alpine"}, "not both"),
             ({"resources": {"cpus": 2}}, "give an 'image'"),
+            # orphan removal and the resume by name trust these: a client cannot plant them
+            ({"labels": {"sandboxd.persistent": "1"}}, "label 'sandboxd.persistent' is reserved"),
+            ({"labels": {"a": "b", "sandboxd.owner": "0"}}, "label 'sandboxd.owner' is reserved"),
+            ({"labels": {"sandboxd": "1"}}, "label 'sandboxd' is reserved"),
         ]
         for params, pattern in cases:
             with self.subTest(params=params):
@@ -534,6 +538,54 @@ class TestSecrets(FakeTest):
                 except FileNotFoundError:
                     pass  # a state file's temporary copy, renamed meanwhile: read as the file
         self.assertNotIn(key, self.daemon.read_log())
+
+
+@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+class TestOtherUser(FakeTest):
+    """A root daemon that nobody may use too: nobody gets nothing of root's sandboxes (not
+    even a parked one of the same name), cannot steer the API or plant the trusted labels."""
+    daemon_extra = "allow_users = nobody\nsocket_group = nogroup\n"
+
+    def test_nobody_gets_nothing_of_root(self):
+        mine = self.create(name="mine")
+        parked = self.create(name="park", daytona={"persistent": True})
+        self.c.call("sandbox.destroy", {"id": "park"})
+        res = as_nobody(self.daemon.socket, [
+            ["backend.list", {}],
+            ["sandbox.get", {"id": "mine"}],
+            ["sandbox.get", {"id": mine["id"]}],
+            ["exec", {"sandbox": mine["id"], "command": "true"}],
+            ["file.read", {"sandbox": mine["id"], "path": "/etc/hostname"}],
+            ["sandbox.create", {"backend": "daytona", "name": "x",
+                                "daytona": {"api_url": "http://127.0.0.1:1/api"}}],
+            ["sandbox.create", {"backend": "daytona", "name": "x",
+                                "labels": {"sandboxd.owner": "0"}}],
+            ["sandbox.create", {"backend": "daytona", "name": "park",
+                                "daytona": {"persistent": True}}],
+            ["exec", {"sandbox": "park", "command": "echo hi"}],
+            ["sandbox.destroy", {"id": "park"}],
+        ])
+        self.assertNotIn(self.fake.key, json.dumps(res))
+        daytona = [b for b in res[0]["result"]["backends"] if b["name"] == "daytona"][0]
+        self.assertTrue(daytona["available"], daytona)
+        for i in (1, 2, 3, 4):
+            self.assertEqual(res[i].get("error", {}).get("code"), -32002, res[i])  # not found
+        self.assertEqual(res[5]["error"]["code"], -32602)
+        self.assertIn("unknown key 'daytona.api_url'", res[5]["error"]["message"])
+        self.assertEqual(res[6]["error"]["code"], -32602)
+        self.assertIn("reserved", res[6]["error"]["message"])
+        theirs = res[7]["result"]
+        self.assertNotEqual(theirs["details"]["sandbox_id"], parked["details"]["sandbox_id"])
+        self.assertEqual(res[8]["result"]["stdout"], "hi\n")
+        self.assertEqual(self.box(theirs).labels["sandboxd.owner"], str(NOBODY))
+        self.assertEqual(self.box(parked).labels["sandboxd.owner"], "0")
+        self.assertEqual(self.box(parked).labels["sandboxd.sandbox"], parked["id"])
+        self.assertIn(self.box(parked).state, ("stopping", "stopped"))
+        self.assertEqual(self.exec("mine", command="echo still")["stdout"], "still\n")
+        again = self.create(name="park", daytona={"persistent": True})
+        self.assertEqual(again["details"]["sandbox_id"], parked["details"]["sandbox_id"])
+        for name in ("mine", "park"):
+            self.c.call("sandbox.destroy", {"id": name})
 
 
 class TestCredentials(unittest.TestCase):
