@@ -185,6 +185,11 @@ daytona_error(struct sbx_error *err, const char *what, const struct daytona_res 
                               what, msg);
         else if (!res->status)
                 sbx_error_backend(err, DAYTONA_NAME, "%s: cannot reach Daytona: %s", what, msg);
+        else if (res->retry_after_s)
+                sbx_error_backend(err, DAYTONA_NAME,
+                                  "%s: HTTP %ld: %s (Daytona asks to wait %ld s before trying "
+                                  "again)",
+                                  what, res->status, msg, res->retry_after_s);
         else
                 sbx_error_backend(err, DAYTONA_NAME, "%s: HTTP %ld: %s%s", what, res->status, msg,
                                   res->status == 429   ? " (rate limited; try again later)"
@@ -281,7 +286,8 @@ api_finish(struct daytona_call *c, const struct http_result *hr, bool ambiguous)
                                   .raw = hr->body,
                                   .len = hr->body_len,
                                   .terr = hr->error,
-                                  .ambiguous = ambiguous};
+                                  .ambiguous = ambiguous,
+                                  .retry_after_s = hr->retry_after_s};
 
         if (!res.raw && c->errbody.len) {
                 res.raw = c->errbody.data;

@@ -68,8 +68,9 @@ struct daytona_res {
         json_t *body;    /* the answer parsed as JSON, or NULL */
         const char *raw; /* the answer's bytes (buffered calls) */
         size_t len;
-        const char *terr; /* transport error, NULL when an answer came */
-        bool ambiguous;   /* no clear answer: the server may have acted on the request */
+        const char *terr;   /* transport error, NULL when an answer came */
+        bool ambiguous;     /* no clear answer: the server may have acted on the request */
+        long retry_after_s; /* the answer's Retry-After (0: none) */
 };
 
 typedef void (*daytona_cb)(void *ctx, const struct daytona_res *res);

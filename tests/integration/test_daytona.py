@@ -415,6 +415,34 @@ def read_all(c, exec_id, stream="stdout"):
             return out
 
 
+class TestRetryBound(FakeTest):
+    """Retries end: after `retries` more attempts, or at once for a Retry-After above 60 s; the
+    create then fails with Daytona's status and deletes the sandbox it made."""
+    extra = "retries = 1\n"
+
+    def gone(self, name):
+        with self.fake.lock:
+            return not [sb for sb in self.fake.sandboxes.values()
+                        if sb.labels.get("sandboxd.name") == name]
+
+    def test_retries_are_bounded(self):
+        rule = self.fake.fail("GET", r"/api/sandbox/", status=503, times=3,
+                              message="overloaded")
+        e = self.assertError(-32005, "sandbox.create", {"backend": "daytona", "name": "bound"},
+                             "HTTP 503: overloaded")
+        self.assertEqual((rule.hits, rule.times), (2, 1))  # the first try and one retry
+        self.assertTrue(self.gone("bound"), e.message)
+        self.fake.rules.clear()
+        rule = self.fake.fail("GET", r"/api/sandbox/", status=429, retry_after=3600, times=2)
+        self.assertError(-32005, "sandbox.create", {"backend": "daytona", "name": "later"},
+                         r"HTTP 429: .*asks to wait 3600 s")
+        self.assertEqual(rule.hits, 1)  # not retried: waiting an hour would hang the create
+        self.assertTrue(self.gone("later"))
+        self.fake.rules.clear()
+        self.create(name="fine")
+        self.c.call("sandbox.destroy", {"id": "fine"})
+
+
 class TestRestart(FakeTest):
     def wait_for(self, what, cond, timeout=20):
         deadline = time.monotonic() + timeout
