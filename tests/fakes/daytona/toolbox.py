@@ -176,8 +176,11 @@ class Session:
             cmd.holder = None
         for t in labellers:
             t.join()
-        with open(cmd.exit_file, "w") as f:
-            f.write("%d\n" % status)
+        try:
+            with open(cmd.exit_file, "w") as f:
+                f.write("%d\n" % status)
+        except OSError:
+            pass  # the session was deleted meanwhile (its directory went with it)
         with cmd.cond:
             cmd.exit_code = status
             cmd.cond.notify_all()
