@@ -14,7 +14,9 @@
 
 /* A signal or kill of the tree; on its own once sent (it outlives the exec's handle). */
 struct ctl_kill {
-        struct list link;           /* in the exec's kills until the command is posted */
+        struct list link;       /* in the exec's kills until the command is posted, then (a kill)
+                                   in its killing until answered */
+        struct daytona_proc *p; /* while in killing; NULL once the exec's handle went */
         struct backend_sandbox *sb; /* referenced */
         char *pidfile;
         bool kill; /* TERM, grace, KILL; else one signal */
@@ -37,6 +39,7 @@ void
 daytona_ctl_init(struct daytona_proc *p, const struct exec_spec *spec)
 {
         list_init(&p->kills);
+        list_init(&p->killing);
         list_init(&p->inq);
         if (p->in == DAYTONA_STDIN_RELAY && spec->stdin_len)
                 daytona_exec_write(p, spec->stdin_data, spec->stdin_len, false);
@@ -64,10 +67,13 @@ ctl_last_number(const char *s)
         return p < end ? atoi(p) : 0;
 }
 
+/* A kill's answer; an exec whose command ended meanwhile ends now (the last thing done: the
+ * daemon may release it from inside on_exit). */
 static void
 ctl_killed_cb(void *ctx, const struct daytona_res *res)
 {
         struct ctl_kill *k = ctx;
+        struct daytona_proc *p = k->p;
         const char *out = json_string_value(json_object_get(res->body, "result"));
         struct sbx_error err = {0};
 
@@ -78,6 +84,8 @@ ctl_killed_cb(void *ctx, const struct daytona_res *res)
                       err.code ? &err : NULL);
         sbx_error_clear(&err);
         ctl_kill_free(k);
+        if (p && p->end_wait && list_empty(&p->killing))
+                daytona_exec_killed(p);
 }
 
 /* Runs the tree-kill script in the sandbox. */
@@ -91,6 +99,8 @@ ctl_kill_send(struct ctl_kill *k)
                                 .timeout_ms = (long) k->grace_ms + CTL_KILL_SLACK};
 
         list_del(&k->link);
+        if (k->kill && k->p) /* the exec's end waits for it */
+                list_add_tail(&k->p->killing, &k->link);
         daytona_send(&r, daytona_tb_url(k->sb, "/process/execute"), ctl_killed_cb, k, NULL);
         json_decref(r.json);
         free(cmd);
@@ -102,6 +112,7 @@ ctl_kill_new(struct daytona_proc *p, bool kill, int sig, unsigned grace_ms)
         struct ctl_kill *k = xcalloc(1, sizeof(*k));
 
         list_init(&k->link);
+        k->p = kill ? p : NULL;
         k->sb = p->sb;
         daytona_sandbox_ref(p->sb);
         k->pidfile = xstrdup(p->pidfile);
@@ -202,11 +213,24 @@ daytona_ctl_ended(struct daytona_proc *p)
         }
 }
 
-/* Frees what is left (the exec's handle goes). */
+/* Whether a tree kill is under way. */
+bool
+daytona_ctl_killing(const struct daytona_proc *p)
+{
+        return !list_empty(&p->killing);
+}
+
+/* Frees what is left (the exec's handle goes); kills in flight go on without it. */
 void
 daytona_ctl_free(struct daytona_proc *p)
 {
         daytona_ctl_ended(p);
+        while (!list_empty(&p->killing)) {
+                struct ctl_kill *k = LIST_ENTRY(p->killing.next, struct ctl_kill, link);
+                k->p = NULL;
+                list_del(&k->link);
+                list_init(&k->link);
+        }
 }
 
 static void

@@ -163,6 +163,13 @@ ex_ended(struct daytona_proc *p)
         switch (p->log.end) {
         case DAYTONA_LOG_EXITED:
                 ex_status(p, p->log.status);
+                if (daytona_ctl_killing(p)) {
+                        /* Killed: the end is told once the tree is gone (daytona_exec_killed),
+                         * not while its other processes wait out the grace. */
+                        ex_quiesce(p);
+                        p->end_wait = true;
+                        return;
+                }
                 ex_deliver(p);
                 return;
         case DAYTONA_LOG_DUP:
@@ -761,6 +768,13 @@ bool
 daytona_exec_done(const struct daytona_proc *p)
 {
         return p->phase == EX_DONE;
+}
+
+/* The tree kill the ended command waited for was answered. */
+void
+daytona_exec_killed(struct daytona_proc *p)
+{
+        ex_deliver(p);
 }
 
 /* Ends an exec that had not started when it was killed: as if killed by SIGKILL. */

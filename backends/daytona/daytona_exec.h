@@ -56,10 +56,12 @@ struct daytona_proc {
         bool adopting;        /* still looking for it (counted in sb->adopting) */
         uint64_t skip_out[2]; /* output the daemon has already, per stream */
         /* daytona_ctl.c */
-        int signalled;     /* the last signal sent to the tree */
-        int pending_sig;   /* asked for before the command was posted */
-        struct list kills; /* kill requests waiting for the command to be posted */
-        struct list inq;   /* stdin relay lines not yet sent */
+        int signalled;       /* the last signal sent to the tree */
+        int pending_sig;     /* asked for before the command was posted */
+        struct list kills;   /* kill requests waiting for the command to be posted */
+        struct list killing; /* tree kills sent and not answered yet */
+        bool end_wait;       /* the command ended: its end waits for those answers */
+        struct list inq;     /* stdin relay lines not yet sent */
         size_t in_bytes;
         uint64_t in_seq; /* the last relay line's number */
         bool eof_queued;
@@ -73,6 +75,8 @@ void daytona_exec_toolbox_failed(struct daytona_proc *p, const char *what,
                                  const struct daytona_res *res);
 bool daytona_exec_done(const struct daytona_proc *p);
 void daytona_exec_cancel(struct daytona_proc *p);
+/* The last tree kill of an exec whose command had ended (end_wait) was answered. */
+void daytona_exec_killed(struct daytona_proc *p);
 
 /* daytona_ctl.c */
 void daytona_ctl_init(struct daytona_proc *p, const struct exec_spec *spec);
@@ -80,6 +84,8 @@ void daytona_ctl_init(struct daytona_proc *p, const struct exec_spec *spec);
 void daytona_ctl_started(struct daytona_proc *p);
 /* The exec ended: kills that never went out are answered, stdin is dropped. */
 void daytona_ctl_ended(struct daytona_proc *p);
+/* Whether a tree kill (TERM, grace, KILL) of the exec is under way in the sandbox. */
+bool daytona_ctl_killing(const struct daytona_proc *p);
 void daytona_ctl_free(struct daytona_proc *p);
 
 #endif

@@ -213,6 +213,26 @@ class TestLifecycle(FakeTest):
         self.assertEqual(w["signal"], "SIGTERM", w)
         self.c.call("sandbox.destroy", {"id": "tmo"})
 
+    def test_timed_out_result_comes_after_the_tree_is_gone(self):
+        """The shell dies of the TERM at once, its child ignores it and lives on through the
+        grace: the exec's result waits for the tree kill's answer, so the child is dead (not
+        merely signalled) when the result is out."""
+        sbx = self.create(name="tmo2")
+        pidfile = os.path.join(self.box(sbx).home, "child.pid")
+        r = self.exec("tmo2", timeout_s=1, command="(trap '' TERM; exec sleep 300) & "
+                      "echo $! > %s; wait" % pidfile)
+        self.assertTrue(r["timed_out"], r)
+        self.assertEqual(r["signal"], "SIGTERM")
+        with open(pidfile) as f:
+            pid = int(f.read())
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(") ", 1)[1][0]
+        except FileNotFoundError:
+            state = "gone"
+        self.assertIn(state, ("Z", "gone"), "the child outlived the exec's result")
+        self.c.call("sandbox.destroy", {"id": "tmo2"})
+
     def test_files(self):
         sbx = self.create(name="files")
         home = self.box(sbx).home
