@@ -7,15 +7,21 @@
 #include <string.h>
 
 /* $0 = mode (signal|kill) $1 = signal number $2 = pid file $3 = grace in 50 ms steps.
- * Prints the number of survivors. Pure POSIX sh plus kill and sleep. */
+ * Prints the number of survivors. Pure POSIX sh plus kill and sleep, and Linux's /proc.
+ * The pid's process group (the exec's, when it was made a session leader) is signalled as a
+ * whole, the other members of the tree one by one (each gets the signal once): the group
+ * kill is atomic, so a loop that forks faster than a walk of /proc cannot escape it, and a
+ * walk makes at most 4 passes (what it misses, the next walk finds). The grace is measured
+ * on /proc/uptime: a walk over many processes can take longer than a step. */
 const char remote_sh_kill[] =
         "mode=$0 sig=$1 f=$2 g=$3 n=0\n"
         "while [ ! -s \"$f\" ]; do n=$((n+1)); [ $n -gt 50 ] && { echo 0; exit 0; }; sleep 0.02; "
         "done\n"
         "read -r sid <\"$f\"\n"
+        "now() { read -r u _ </proc/uptime; u=${u%.*}${u#*.}; }\n"
         "tree() {\n"
-        "  s=\"|$sid|\" ch=1\n"
-        "  while [ $ch = 1 ]; do ch=0\n"
+        "  s=\"|$sid|\" ch=1 k=0\n"
+        "  while [ $ch = 1 ] && [ $k -lt 4 ]; do ch=0 k=$((k+1))\n"
         "    for d in /proc/[0-9]*; do p=${d#/proc/}\n"
         "      case $s in *\"|$p|\"*) continue;; esac\n"
         "      { read -r l <\"$d/stat\"; } 2>/dev/null || continue\n"
@@ -24,22 +30,24 @@ const char remote_sh_kill[] =
         "      case $s in *\"|$2|\"*|*\"|$3|\"*|*\"|$4|\"*) s=\"$s$p|\" ch=1;; esac\n"
         "    done\n"
         "  done\n"
-        "  live='' IFS='|'\n"
+        "  live='' out='' IFS='|'\n"
         "  for p in $s; do [ -n \"$p\" ] || continue\n"
         "    { read -r l </proc/$p/stat; } 2>/dev/null || continue\n"
         "    IFS=' '; set -- ${l##*) }; IFS='|'\n"
-        "    [ \"$1\" = Z ] || live=\"$live $p\"\n"
+        "    [ \"$1\" = Z ] && continue\n"
+        "    live=\"$live $p\"; [ \"$3\" = \"$sid\" ] || out=\"$out $p\"\n"
         "  done\n"
         "  unset IFS\n"
         "}\n"
         "tree\n"
-        "[ -n \"$live\" ] && kill -\"$sig\" $live 2>/dev/null\n"
+        "[ -n \"$live\" ] && kill -\"$sig\" -\"$sid\" $out 2>/dev/null\n"
         "[ \"$mode\" = signal ] && { echo 0; exit 0; }\n"
+        "now; end=$((u + g * 5))\n"
+        "while [ -n \"$live\" ]; do sleep 0.05; tree; now; [ \"$u\" -lt \"$end\" ] || break; "
+        "done\n"
         "i=0\n"
-        "while [ -n \"$live\" ] && [ $i -lt \"$g\" ]; do sleep 0.05; i=$((i+1)); tree; done\n"
-        "i=0\n"
-        "while [ -n \"$live\" ] && [ $i -lt 40 ]; do kill -9 $live 2>/dev/null; sleep 0.05; "
-        "i=$((i+1)); tree; done\n"
+        "while [ -n \"$live\" ] && [ $i -lt 40 ]; do kill -9 -\"$sid\" $live 2>/dev/null; "
+        "sleep 0.05; i=$((i+1)); tree; done\n"
         "set -- $live; echo $#\n";
 
 const char remote_sh_read[] = "[ -f \"$0\" ] && wc -c <\"$0\" && tail -c +\"$1\" \"$0\" | "
