@@ -10,11 +10,15 @@
 /* Runs in a subshell of the session shell; the variables n d p s c i m and the positional
  * parameters (environment, then argv) are set before it. A redirection that fails on `exec`
  * or another special built-in (`:`) ends a non-interactive dash, so files are tested first and
- * the guard is created by `true`. Every external program costs a fork and an exec in the
- * sandbox, so there are few: setsid and env (and mkdir once, mkfifo for a relay, od for the
- * state); the files are removed later, in batches, by the backend (daytona_cmd_cleanup). */
+ * the guard is created by `true`. The exec's stderr is fd 5 and the wrapper's own fd 2 is
+ * /dev/null: bash and dash report a child killed by a signal there ("line 52: 7402 Killed
+ * ( read -r q …"; dash even later, from a buffer), which is not the command's output. Every
+ * external program costs a fork and an exec in the sandbox, so there are few: setsid and env (and
+ * mkdir once, mkfifo for a relay, od for the state); the files are removed later, in batches, by
+ * the backend (daytona_cmd_cleanup). */
 static const char daytona_cmd_body[] =
-        "e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&2; }\n"
+        "exec 5>&2 2>/dev/null\n"
+        "e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
         "[ -d \"$d\" ] || mkdir -p \"$d\" 2>/dev/null\n"
         "set -C\n"
         "if ! { true >\"$p\"; } 2>/dev/null; then set +C; e d; exit 0; fi\n"
@@ -41,10 +45,11 @@ static const char daytona_cmd_body[] =
         "S=\n"
         "command -v setsid >/dev/null 2>&1 && S=setsid\n"
         "if [ \"$m\" = 1 ]; then\n"
-        "  (read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; exec $S env -i \"$@\") <&3 3<&- "
-        "2>&1\n"
+        "  (exec <&3 3<&- 2>&1 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
+        "exec $S env -i \"$@\")\n"
         "else\n"
-        "  (read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; exec $S env -i \"$@\") <&3 3<&-\n"
+        "  (exec <&3 3<&- 2>&5 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
+        "exec $S env -i \"$@\")\n"
         "fi\n"
         "t=$?\n"
         "[ -n \"$r\" ] && kill \"$r\" 2>/dev/null\n"
@@ -55,7 +60,7 @@ static const char daytona_cmd_body[] =
         "printf '%s x %s\\n' \"$n\" \"$t\"\n"
         "[ -n \"$s\" ] && [ -f \"$s\" ] && od -An -v -tx1 \"$s\"\n"
         "printf '%s z\\n' \"$n\"\n"
-        "printf '%s\\n' \"$n\" >&2\n";
+        "printf '%s\\n' \"$n\" >&5\n";
 
 /* Appends s in single quotes ('\'' for a quote inside). */
 void

@@ -435,6 +435,27 @@ START_TEST(test_cmd_state_merge_and_failures)
 }
 END_TEST
 
+/* A command killed by a signal: its status, and nothing of the wrapper in its stderr (bash
+ * reports a killed child on its own stderr: "line 52: 7402 Killed ( read -r q …"). */
+START_TEST(test_cmd_killed_says_nothing)
+{
+        char *argv[] = {"/bin/sh", "-c", "echo before >&2; kill -9 $$", NULL};
+        struct daytona_cmd c = {.cwd = "/", .argv = argv, .envp = env_min};
+        struct wrun w;
+
+        for (int merge = 0; merge < 2; merge++) {
+                c.merge_stderr = merge;
+                c.exec_id = NULL; /* a new one: the guard of the last stays */
+                wrun(&w, shells[_i], &c, NULL);
+                ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+                ck_assert_int_eq(w.l.status, 128 + 9);
+                ck_assert(got_is(&w.g, merge ? 0 : 1, "before\n"));
+                ck_assert(got_is(&w.g, merge ? 1 : 0, ""));
+                wrun_free(&w);
+        }
+}
+END_TEST
+
 START_TEST(test_cmd_stdin_file_and_relay)
 {
         char *cat[] = {"/bin/sh", "-c", "od -An -tx1 -v | tr -d ' \\n'", NULL};
@@ -492,6 +513,7 @@ daytona_suite(void)
         tcase_add_checked_fixture(tw, cmd_setup, cmd_teardown);
         tcase_add_loop_test(tw, test_cmd_runs_command, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_state_merge_and_failures, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_killed_says_nothing, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
         tcase_set_timeout(tw, 60);
         suite_add_tcase(s, tw);
