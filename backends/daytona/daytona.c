@@ -693,7 +693,10 @@ const struct backend_proc_ops daytona_proc_ops = {
 
 const struct backend_ops daytona_backend_ops = {
         .name = DAYTONA_NAME,
-        .caps = 0, /* commands run in Daytona's cloud, never on the host */
+        /* Commands run in Daytona's cloud, never on the host. Not BACKEND_CAP_EXACT_ENV:
+         * although the wrapper runs them under `env -i`, HOME, USER and LOGNAME become the
+         * sandbox user's, so the policy does not read the daemon's environment as theirs. */
+        .caps = 0,
         .init = daytona_init,
         .probe = daytona_probe,
         .create = daytona_create,
