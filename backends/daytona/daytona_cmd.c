@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "backends/remote_sh.h"
+#include "backends/shell.h"
+#include "backends/shell_init.h"
 
 /* Runs in a subshell of the session shell; the variables n d p s c i m and the positional
  * parameters (environment, then argv) are set before it. A redirection that fails on `exec`
@@ -20,6 +22,8 @@ static const char daytona_cmd_body[] =
         "exec 5>&2 2>/dev/null\n"
         "e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
         "[ -d \"$d\" ] || mkdir -p \"$d\" 2>/dev/null\n"
+        /* bash's start-up file of a shell-state exec (backends/shell_init.h) */
+        "[ -z \"$b\" ] || [ -f \"$b\" ] || printf %s '" SHELL_BASH_INIT "' >\"$b\"\n"
         "set -C\n"
         "if ! { true >\"$p\"; } 2>/dev/null; then set +C; e d; exit 0; fi\n"
         "set +C\n"
@@ -98,6 +102,7 @@ daytona_cmd_build(const struct daytona_cmd *c)
                                      [DAYTONA_STDIN_FILE] = 'f',
                                      [DAYTONA_STDIN_RELAY] = 'r'};
         char *pid = daytona_cmd_pidfile(c->dir, c->exec_id);
+        char *init = c->state ? shell_bash_init_path(c->state) : NULL;
         struct buf b = {0};
 
         buf_append(&b, "(\n", 2);
@@ -105,6 +110,7 @@ daytona_cmd_build(const struct daytona_cmd *c)
         daytona_cmd_var(&b, "d", c->dir);
         daytona_cmd_var(&b, "p", pid);
         daytona_cmd_var(&b, "s", c->state);
+        daytona_cmd_var(&b, "b", init);
         daytona_cmd_var(&b, "c", c->cwd);
         buf_appendf(&b, "i=%c\nm=%d\nset --", modes[c->in], c->merge_stderr ? 1 : 0);
         for (char *const *e = c->envp; e && *e; e++) {
@@ -118,6 +124,7 @@ daytona_cmd_build(const struct daytona_cmd *c)
         buf_append(&b, "\n", 1);
         buf_append(&b, daytona_cmd_body, sizeof(daytona_cmd_body) - 1);
         buf_append(&b, ")\n", 3); /* with the NUL */
+        free(init);
         free(pid);
         return b.data;
 }
