@@ -8,6 +8,7 @@
 #include "backends/daytona/daytona.h"
 #include "backends/docker.h"
 #include "backends/modal/modal.h"
+#include "policy/policy.h"
 
 #define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
 #define UNAVAILABLE_HINT                                                                           \
@@ -61,4 +62,31 @@ const struct backend_ops *const *
 backend_all(void)
 {
         return backend_table;
+}
+
+int
+backend_rejudge(const char *backend, json_t *requested, json_t *real, const char *what,
+                struct sbx_error *err, bool *host_access)
+{
+        struct policy *pol = policy_new_default();
+        struct policy_ctx pctx = {.backend = backend};
+        struct policy_result want = {0}, got = {0};
+        int rc = 0;
+
+        policy_eval_sandbox(pol, &pctx, requested, NULL, &want);
+        policy_eval_sandbox(pol, &pctx, real, NULL, &got);
+        if (host_access)
+                *host_access = got.host_access;
+        if (got.verdict > want.verdict) {
+                sbx_error_set(err, SBX_E_DENIED,
+                              json_pack("{s:s,s:s,s:o}", "verdict",
+                                        policy_verdict_name(got.verdict), "resolution", "policy",
+                                        "findings", policy_findings_json(&got)),
+                              "%s", what);
+                rc = -EPERM;
+        }
+        policy_result_clear(&want);
+        policy_result_clear(&got);
+        policy_free(pol);
+        return rc;
 }

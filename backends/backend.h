@@ -266,9 +266,9 @@ struct backend_ops {
         /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
          * may be empty), to which the daemon adds "instance" (its state directory, unless the
          * section sets one), "drain_grace_ms" ([exec] drain_grace_ms), "file_timeout_ms"
-         * (the bound of a file op) and "config_file" (the configuration file's path, when there
-         * is one: who may read a secret in it). Unknown keys are ignored. Fails only for
-         * configuration errors. */
+         * (the bound of a file op), "state_dir" (the daemon's state directory) and
+         * "config_file" (the configuration file's path, when there is one: who may read a
+         * secret in it). Unknown keys are ignored. Fails only for configuration errors. */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Whether the backend can be used now; the answer arrives through cb. */
         void (*probe)(void *ctx, backend_probe_cb cb);
@@ -331,6 +331,12 @@ struct backend_ops {
 const struct backend_ops *backend_lookup(const char *name);
 /* Every known backend, NULL-terminated. */
 const struct backend_ops *const *backend_all(void);
+
+/* What a backend built (real), judged again by the built-in policy, must not be stricter than
+ * what was judged (requested); both sandbox.create-shaped. Else -EPERM with err set (-32001,
+ * data {verdict, resolution, findings}, message what). *host_access (may be NULL): real's. */
+int backend_rejudge(const char *backend, json_t *requested, json_t *real, const char *what,
+                    struct sbx_error *err, bool *host_access);
 
 extern const struct backend_ops local_backend_ops;
 

@@ -117,7 +117,7 @@ local_sigchld_cb(uv_signal_t *s, int signum)
         pid_t pid;
 
         /* We are a child subreaper: reap everything, including orphaned grandchildren. */
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        while ((pid = spawn_reap_other(&status)) > 0) {
                 struct list *pos, *tmp;
                 LIST_FOREACH_SAFE(pos, tmp, &local_procs)
                 {

@@ -850,3 +850,90 @@ spawn_fork_as(const struct backend_identity *who, int (*fn)(void *arg), void *ar
                 *ret = pid;
         return rc;
 }
+
+/* ---- children libuv reaps itself ---- */
+
+static pid_t *uv_children;
+static size_t uv_nchildren, uv_cap;
+
+/* Registers a child of uv_spawn. */
+void
+spawn_uv_child_add(pid_t pid)
+{
+        if (uv_nchildren == uv_cap) {
+                uv_cap = uv_cap ? uv_cap * 2 : 16;
+                uv_children = xrealloc(uv_children, uv_cap * sizeof(*uv_children));
+        }
+        uv_children[uv_nchildren++] = pid;
+}
+
+/* Forgets it (libuv has reaped it). */
+void
+spawn_uv_child_del(pid_t pid)
+{
+        for (size_t i = 0; i < uv_nchildren; i++) {
+                if (uv_children[i] == pid) {
+                        uv_children[i] = uv_children[--uv_nchildren];
+                        break;
+                }
+        }
+        if (!uv_nchildren) {
+                free(uv_children);
+                uv_children = NULL;
+                uv_cap = 0;
+        }
+}
+
+static bool
+spawn_uv_child(pid_t pid)
+{
+        for (size_t i = 0; i < uv_nchildren; i++)
+                if (uv_children[i] == pid)
+                        return true;
+        return false;
+}
+
+/* Reaps the first exited child of one thread's children list that is not libuv's. */
+static pid_t
+spawn_reap_listed(const char *tid, int *status)
+{
+        char path[64], list[4096];
+        ssize_t n;
+        pid_t r = 0;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return 0;
+        n = read(fd, list, sizeof(list) - 1);
+        close(fd);
+        list[n > 0 ? n : 0] = '\0';
+        for (char *p = list, *end; *p && r <= 0; p = end) {
+                pid_t pid = (pid_t) strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0 && !spawn_uv_child(pid))
+                        r = waitpid(pid, status, WNOHANG);
+        }
+        return r > 0 ? r : 0;
+}
+
+/* Reaps one exited child that libuv does not own. */
+pid_t
+spawn_reap_other(int *status)
+{
+        struct dirent *de;
+        pid_t r = 0;
+        DIR *d;
+
+        if (!uv_nchildren)
+                return waitpid(-1, status, WNOHANG);
+        /* waitpid(-1) would take libuv's children from it: only the others, by pid. */
+        if (!(d = opendir("/proc/self/task")))
+                return 0;
+        while (!r && (de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        r = spawn_reap_listed(de->d_name, status);
+        closedir(d);
+        return r;
+}

@@ -80,4 +80,12 @@ void spawn_set_child_nofile(uint64_t soft);
 int spawn_fork_as(const struct backend_identity *who, int (*fn)(void *arg), void *arg,
                   const int *keep, size_t nkeep, pid_t *pid);
 
+/* Children started with uv_spawn, which libuv reaps itself (its exit_cb never comes when another
+ * waitpid took the child): registered right after uv_spawn, forgotten in the exit_cb. */
+void spawn_uv_child_add(pid_t pid);
+void spawn_uv_child_del(pid_t pid);
+/* For a reaper of every child (the local backend is a child subreaper): waitpid(-1, status,
+ * WNOHANG) that leaves libuv's children alone. The pid reaped, or 0 when none is waiting. */
+pid_t spawn_reap_other(int *status);
+
 #endif

@@ -388,6 +388,9 @@ main_init_backends(struct sbx_error *err)
                 /* A backend that takes a secret from the file checks who can read it. */
                 if (g.config->path)
                         json_object_set_new(cfg, "config_file", json_string(g.config->path));
+                /* Where a backend may keep files of its own (singularity: its scratch
+                 * fallback); set by the daemon, never by the section. */
+                json_object_set_new(cfg, "state_dir", json_string(g.state_dir));
                 r = (*b)->init(g.loop, cfg, err);
                 json_decref(cfg);
                 if (r < 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/spawn.h"
 #include "protocol/util.h"
 
 #define FDT_STDERR_MAX 4096
@@ -271,6 +272,7 @@ fdt_exit_cb(uv_process_t *p, int64_t status, int sig)
 {
         struct fdt *t = p->data;
 
+        spawn_uv_child_del(p->pid);
         t->proc_done = true;
         t->exit_status = status;
         t->term_signal = sig;
@@ -320,8 +322,37 @@ agent_transport_spawn(uv_loop_t *loop, char *const *argv, char *const *envp, voi
                 return;
         }
         t->has_proc = true;
+        spawn_uv_child_add(t->proc.pid);
         uv_read_start((uv_stream_t *) &t->e, fdt_alloc_cb, fdt_err_read_cb);
         cb(ctx, &t->base, NULL);
+}
+
+struct spawn_first {
+        const void *data;
+        size_t len;
+        void *ctx;
+        agent_connect_cb cb;
+};
+
+static void
+spawn_first_cb(void *ctx, struct agent_transport *t, const char *error)
+{
+        struct spawn_first *f = ctx;
+
+        if (t)
+                t->ops->send(t, f->data, f->len);
+        f->cb(f->ctx, t, error);
+}
+
+/* As agent_transport_spawn, with first written to the command's stdin before anything else. */
+void
+agent_transport_spawn_first(uv_loop_t *loop, char *const *argv, char *const *envp,
+                            const void *first, size_t len, void *ctx, agent_connect_cb cb)
+{
+        struct spawn_first f = {first, len, ctx, cb};
+
+        /* agent_transport_spawn answers before it returns: f outlives the call. */
+        agent_transport_spawn(loop, argv, envp, &f, spawn_first_cb);
 }
 
 static void

@@ -55,7 +55,18 @@ struct agent_transport *agent_transport_fds(uv_loop_t *loop, int rfd, int wfd);
  * called before this returns when the spawn fails, else at once as well. */
 void agent_transport_spawn(uv_loop_t *loop, char *const *argv, char *const *envp, void *ctx,
                            agent_connect_cb cb);
+/* The same with first (copied: a secret's line for `sandboxd-agent --detach --bridge`) sent
+ * before the session's bytes. */
+void agent_transport_spawn_first(uv_loop_t *loop, char *const *argv, char *const *envp,
+                                 const void *first, size_t len, void *ctx, agent_connect_cb cb);
 /* Connects to the Unix socket at path; cb when connected or failed. */
 void agent_transport_unix(uv_loop_t *loop, const char *path, void *ctx, agent_connect_cb cb);
+
+/* The sandboxd-agent binary (new realpath, or NULL): next to the daemon's binary, in
+ * PREFIX/libexec/sandboxd of the daemon's PREFIX, in SANDBOXD_LIBEXECDIR; *looked (new, may be
+ * NULL) says where, for messages. */
+char *agent_locate(char **looked);
+/* path as an executable regular file (new realpath), or NULL. */
+char *agent_locate_file(const char *path);
 
 #endif

@@ -14,7 +14,7 @@
 
 #include "backends/credenv.h"
 #include "backends/modal/modal_int.h"
-#include "backends/remote_sh.h"
+#include "backends/remote_file.h"
 #include "policy/policy.h"
 
 #define MODAL_FILE_MAX (1u << 20) /* ~/.modal.toml, the token file */
@@ -64,6 +64,7 @@ static const struct modal_key modal_keys[] = {
         MKS("file_timeout_ms", MK_DAEMON, loop, NULL, NULL),
         /* Given to every backend when there is a file; modal takes no secret from it. */
         MKS("config_file", MK_DAEMON, loop, NULL, NULL),
+        MKS("state_dir", MK_DAEMON, loop, NULL, NULL),
 };
 
 /* Whether url is on this machine (plain http allowed only there: tokens go in headers). */
@@ -987,129 +988,41 @@ const struct backend_proc_ops modal_proc_ops = {
         .release = modal_exec_release,
 };
 
-/* ---- files, through helper execs ---- */
-
-struct modal_fop {
-        struct backend_sandbox *sb;
-        char *path;
-        uint64_t offset;
-        size_t max;
-        struct buf data; /* write: copied at the call, written once judged */
-        char mode[16];
-        bool append, mkdir;
-        void *ctx;
-        backend_read_cb rcb;
-        backend_done_cb wcb;
-};
+/* ---- files, through helper execs (backends/remote_file.c) ---- */
 
 static void
-modal_fop_free(struct modal_fop *f)
+modal_file_helper(void *sb, char *const *argv, const void *in, size_t inlen, void *ctx,
+                  remote_file_helper_cb cb)
 {
-        modal_sandbox_unref(f->sb);
-        free(f->path);
-        buf_free(&f->data);
-        free(f);
+        struct backend_sandbox *b = sb;
+
+        b->mops->helper(b, argv, in, inlen, ctx, cb);
 }
 
-static struct modal_fop *
-modal_fop_new(struct backend_sandbox *sb, const char *path, void *ctx)
+static void
+modal_file_ref(void *sb)
 {
-        struct modal_fop *f = xcalloc(1, sizeof(*f));
-
-        f->sb = sb;
         modal_sandbox_ref(sb);
-        f->path = xstrdup(path);
-        f->ctx = ctx;
-        return f;
 }
 
 static void
-modal_fread_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *herr)
+modal_file_unref(void *sb)
 {
-        struct modal_fop *f = ctx;
-        struct sbx_error err = {0};
-        const char *data = NULL;
-        size_t dlen = 0;
-        uint64_t size = 0;
-
-        if (!herr && (code != 0 || remote_sh_read_parse(out, len, &size, &data, &dlen) < 0))
-                sbx_error_param(&err, "path", "'%s': no such file or not a regular file", f->path);
-        if (herr || err.code)
-                f->rcb(f->ctx, NULL, 0, 0, false, herr ? herr : &err);
-        else
-                f->rcb(f->ctx, data, MIN(dlen, f->max), size, f->offset + MIN(dlen, f->max) >= size,
-                       NULL);
-        sbx_error_clear(&err);
-        modal_fop_free(f);
+        modal_sandbox_unref(sb);
 }
 
-static void
-modal_fread_judged_cb(void *op, const struct sbx_error *deny)
-{
-        struct modal_fop *f = op;
-        char off[32], max[32];
-        char *argv[] = {"sh", "-c", (char *) remote_sh_read, f->path, off, max, NULL};
-
-        if (deny) {
-                f->rcb(f->ctx, NULL, 0, 0, false, deny);
-                modal_fop_free(f);
-                return;
-        }
-        snprintf(off, sizeof(off), "%llu", (unsigned long long) f->offset + 1);
-        snprintf(max, sizeof(max), "%zu", f->max);
-        f->sb->mops->helper(f->sb, argv, NULL, 0, f, modal_fread_cb);
-}
+static const struct remote_file_ops modal_file_ops = {
+        .helper = modal_file_helper,
+        .ref = modal_file_ref,
+        .unref = modal_file_unref,
+};
 
 /* Paths are the sandbox's (a remote machine): judge gets the requested path. */
 static void
 modal_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
                 void *ctx, backend_judge_fn judge, backend_read_cb cb)
 {
-        struct modal_fop *f = modal_fop_new(sb, path, ctx);
-        struct backend_file_target t = {f->path, false, 0};
-
-        f->rcb = cb;
-        f->offset = offset;
-        f->max = max_bytes;
-        judge(ctx, &t, modal_fread_judged_cb, f);
-}
-
-static void
-modal_fwrite_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *herr)
-{
-        struct modal_fop *f = ctx;
-        struct sbx_error err = {0};
-
-        if (!herr && !remote_sh_write_error(&err, f->path, code) && code != 0)
-                sbx_error_param(&err, "path",
-                                "cannot write '%s' in the sandbox (exit %d; mkdir: true creates "
-                                "missing directories)",
-                                f->path, code);
-        f->wcb(f->ctx, herr ? herr : err.code ? &err : NULL);
-        sbx_error_clear(&err);
-        modal_fop_free(f);
-}
-
-static void
-modal_fwrite_judged_cb(void *op, const struct sbx_error *deny)
-{
-        struct modal_fop *f = op;
-        char *argv[] = {"sh",
-                        "-c",
-                        (char *) remote_sh_write,
-                        f->path,
-                        f->mode,
-                        f->append ? "1" : "0",
-                        f->mkdir ? "1" : "0",
-                        NULL};
-
-        if (deny) {
-                f->wcb(f->ctx, deny);
-                modal_fop_free(f);
-                return;
-        }
-        f->sb->mops->helper(f->sb, argv, f->data.data ? f->data.data : "", f->data.len, f,
-                            modal_fwrite_cb);
+        remote_file_read(&modal_file_ops, sb, path, offset, max_bytes, ctx, judge, cb);
 }
 
 /* Writes a file (judge: as for modal_file_read). */
@@ -1117,18 +1030,7 @@ static void
 modal_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
                  backend_judge_fn judge, backend_done_cb cb)
 {
-        struct modal_fop *f = modal_fop_new(sb, w->path, ctx);
-        struct backend_file_target t = {f->path, false, 0};
-
-        f->wcb = cb;
-        f->append = w->append;
-        f->mkdir = w->mkdir;
-        if (w->mode >= 0)
-                snprintf(f->mode, sizeof(f->mode), "%o", (unsigned) w->mode & 07777);
-        else
-                snprintf(f->mode, sizeof(f->mode), "-");
-        buf_append(&f->data, w->data ? w->data : "", w->len);
-        judge(ctx, &t, modal_fwrite_judged_cb, f);
+        remote_file_write(&modal_file_ops, sb, w, ctx, judge, cb);
 }
 
 const struct backend_ops modal_backend_ops = {

@@ -613,7 +613,7 @@ class ModalDocs(unittest.TestCase):
 
     TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     DAEMON_KEYS = {"recreate", "ask_isolated", "drain_grace_ms",
-                   "file_timeout_ms", "config_file"}  # every backend's, documented so
+                   "file_timeout_ms", "config_file", "state_dir"}  # every backend's, documented so
 
     def keys(self):
         import re

@@ -68,7 +68,9 @@ run_for(unsigned ms)
 
 /* ---- the owner of a session ---- */
 
-enum conn_kind { VIA_SPAWN, VIA_FDS, VIA_UNIX, VIA_BRIDGE, VIA_PROXY, VIA_FAKE };
+/* VIA_DETACH_BRIDGE: the first connect starts `--detach --bridge` (secret sent first), later
+ * ones are VIA_BRIDGE. */
+enum conn_kind { VIA_SPAWN, VIA_FDS, VIA_UNIX, VIA_BRIDGE, VIA_PROXY, VIA_FAKE, VIA_DETACH_BRIDGE };
 
 struct owner {
         enum conn_kind kind;
@@ -80,7 +82,7 @@ struct owner {
         struct agent_session *s;
         pid_t agent_pid; /* VIA_FDS: the agent we forked */
         int agent_in, agent_out;
-        char sock[PATH_MAX];  /* VIA_UNIX, VIA_BRIDGE */
+        char sock[PATH_MAX];  /* VIA_UNIX, VIA_BRIDGE, VIA_DETACH_BRIDGE */
         struct proxy *px;     /* VIA_PROXY */
         char **extra;         /* VIA_FDS: more agent options */
         void (*fake)(int fd); /* VIA_FAKE: plays the agent in a child on a socketpair */
@@ -131,6 +133,22 @@ struct proxy;
 static void proxy_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx);
 static void fake_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx);
 
+static const char secret_hex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/* `sandboxd-agent --detach --bridge` on o->sock, the secret's line sent first. */
+static void
+detach_bridge_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx)
+{
+        char rt[PATH_MAX], line[sizeof(secret_hex) + 1];
+        char *argv[] = {agent_bin,  "--detach", "--runtime-dir", rt,  "--socket", o->sock,
+                        "--linger", "60",       "--bridge",      NULL};
+
+        snprintf(rt, sizeof(rt), "%s/rt", tmpdir);
+        snprintf(line, sizeof(line), "%s\n", secret_hex);
+        o->kind = VIA_BRIDGE;
+        agent_transport_spawn_first(&loop, argv, agent_env, line, strlen(line), cb_ctx, cb);
+}
+
 static void
 owner_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
 {
@@ -161,6 +179,9 @@ owner_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
                 break;
         case VIA_FAKE:
                 fake_connect(o, cb, cb_ctx);
+                break;
+        case VIA_DETACH_BRIDGE:
+                detach_bridge_connect(o, cb, cb_ctx);
                 break;
         }
 }
@@ -590,7 +611,6 @@ fake_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx)
 
 /* ---- detached agents ---- */
 
-static const char secret_hex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 static const char other_hex[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
 
 static void
@@ -1041,6 +1061,55 @@ START_TEST(test_spool_quota_backpressure)
 }
 END_TEST
 
+/* The pid in a detached agent's lock file (tmpdir/rt/agent.lock). */
+static pid_t
+detached_pid(void)
+{
+        char path[PATH_MAX];
+        int pid = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/rt/agent.lock", tmpdir);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%d", &pid), 1);
+        fclose(f);
+        return (pid_t) pid;
+}
+
+/* One command starts the detached agent and bridges to it; the agent outlives that bridge,
+ * and the same command run again only bridges to the agent that runs. */
+START_TEST(test_detach_bridge_one_command)
+{
+        char *argv[] = {"sh", "-c", "echo one; sleep 0.3; echo two", NULL};
+        struct owner o = {0};
+        struct run r = {0}, r2 = {0};
+        pid_t agent;
+
+        owner_detached(&o, VIA_DETACH_BRIDGE, secret_hex, false);
+        start_argv(&o, argv, &r);
+        wait_back(&o, 1);
+        agent = detached_pid();
+        finish(&r);
+        ck_assert_int_eq(r.ex.exit_code, 0);
+        ck_assert_uint_eq(r.out.len, 8);
+        ck_assert_mem_eq(r.out.data, "one\ntwo\n", 8);
+        ck_assert_int_eq(o.connects, 1);
+        owner_close(&o); /* SIGKILLs the first bridge: the agent stays */
+        ck_assert_int_eq(kill(agent, 0), 0);
+        owner_detached(&o, VIA_DETACH_BRIDGE, secret_hex, false); /* runs: only bridges */
+        start_argv(&o, argv, &r2);
+        finish(&r2);
+        ck_assert_int_eq(detached_pid(), agent);
+        ck_assert_uint_eq(r2.out.len, 8);
+        ck_assert_mem_eq(r2.out.data, "one\ntwo\n", 8);
+        run_free(&r);
+        run_free(&r2);
+        owner_close(&o);
+        stop_detached(agent);
+}
+END_TEST
+
 START_TEST(test_detached_auth)
 {
         pid_t agent = start_detached(secret_hex, NULL);
@@ -1174,6 +1243,7 @@ session_suite(void)
         tcase_add_test(tc, test_adopt_after_restart);
         tcase_add_test(tc, test_spool_quota_backpressure);
         tcase_add_test(tc, test_detached_auth);
+        tcase_add_test(tc, test_detach_bridge_one_command);
         tcase_add_loop_test(tc, test_agent_restarted, 0, 2);
         tcase_add_test(tc, test_torn_and_forged_frames);
         tcase_add_test(tc, test_version_mismatch);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "backends/spawn.h"
 #include "protocol/util.h"
@@ -656,6 +657,46 @@ START_TEST(test_unprivileged_refuses_other_uid)
 }
 END_TEST
 
+static int reaped_status = -1;
+
+static void
+reaped_exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+        spawn_uv_child_del(p->pid);
+        reaped_status = (int) status;
+        uv_close((uv_handle_t *) p, NULL);
+}
+
+/* A reaper of every child (the local backend's SIGCHLD handler) beside libuv: libuv's own child
+ * still reaches its exit_cb with its status, the other child is reaped by the reaper. */
+START_TEST(test_reaper_leaves_libuv_children)
+{
+        char *args[] = {"/bin/sh", "-c", "exit 7", NULL};
+        uv_process_options_t o = {.file = args[0], .args = args, .exit_cb = reaped_exit_cb};
+        uv_process_t proc;
+        uv_loop_t loop;
+        siginfo_t si;
+        int status = 0;
+        pid_t other;
+
+        ck_assert_int_eq(uv_loop_init(&loop), 0);
+        ck_assert_int_eq(uv_spawn(&loop, &proc, &o), 0);
+        spawn_uv_child_add(proc.pid);
+        other = fork();
+        if (other == 0)
+                _exit(3);
+        /* Both are zombies now (WNOWAIT: still to be reaped). */
+        ck_assert_int_eq(waitid(P_PID, (id_t) proc.pid, &si, WEXITED | WNOWAIT), 0);
+        ck_assert_int_eq(waitid(P_PID, (id_t) other, &si, WEXITED | WNOWAIT), 0);
+        ck_assert_int_eq(spawn_reap_other(&status), other);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+        ck_assert_int_eq(spawn_reap_other(&status), 0); /* libuv's is left */
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(reaped_status, 7);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 static Suite *
 spawn_suite(void)
 {
@@ -687,6 +728,7 @@ spawn_suite(void)
         tcase_add_test(tc, test_cgroup_join_failure);
         tcase_add_test(tc, test_run_as_self);
         tcase_add_test(tc, test_unprivileged_refuses_other_uid);
+        tcase_add_test(tc, test_reaper_leaves_libuv_children);
         suite_add_tcase(s, tc);
         if (geteuid() == 0) {
                 root = tcase_create("root");

@@ -41,6 +41,7 @@ struct agent_opts {
         uint64_t exec_quota;     /* unacknowledged output per exec before reading stops */
         uint64_t agent_quota;    /* the same for all execs together */
         int64_t linger_ms;       /* detached: exit after this long with no session and no exec */
+        int bridge;              /* --detach --bridge: the starting process stays as a bridge */
         unsigned char secret[64];
         size_t secret_len; /* 0: no authentication (stdio) */
 };

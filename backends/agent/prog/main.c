@@ -6,7 +6,11 @@
  *   sandboxd-agent --detach --runtime-dir DIR [--socket PATH] [spool options]
  *       reads a secret (hex) from stdin, listens on a Unix socket (0600, in directories only
  *       its user may enter), daemonizes and outlives every connection; a client must prove it
- *       knows the secret. Prints "listening on PATH pid N" once it does.
+ *       knows the secret. Prints "listening on PATH pid N" once it does; with --bridge it
+ *       prints nothing and the starting process becomes the --connect bridge to the new agent
+ *       (the rest of stdin after the secret's line is the session's), saving a second command
+ *       on transports where each costs (apptainer exec); when the directory's agent already
+ *       runs, it only bridges to it, so the same command can be retried.
  *   sandboxd-agent --connect PATH
  *       copies stdin to the socket and the socket to stdout: the stdio bridge through which a
  *       pipe pair (ssh, kubectl) reaches a detached agent. It knows nothing of the protocol.
@@ -189,7 +193,7 @@ static void __attribute__((noreturn)) usage(int code)
                 "usage: sandboxd-agent [--runtime-dir DIR] [--spool-mem N] [--exec-quota N] "
                 "[--agent-quota N]\n"
                 "       sandboxd-agent --detach --runtime-dir DIR [--socket PATH] "
-                "[--linger SECONDS] (secret in hex on stdin)\n"
+                "[--linger SECONDS] [--bridge] (secret in hex on stdin)\n"
                 "       sandboxd-agent --connect PATH\n");
         exit(code);
 }
@@ -199,17 +203,11 @@ enum mode { MODE_STDIO, MODE_DETACH, MODE_CONNECT };
 static enum mode
 parse_args(int argc, char **argv)
 {
-        static const struct option longopts[] = {{"runtime-dir", 1, 0, 'r'},
-                                                 {"socket", 1, 0, 's'},
-                                                 {"detach", 0, 0, 'd'},
-                                                 {"connect", 1, 0, 'c'},
-                                                 {"spool-mem", 1, 0, 'm'},
-                                                 {"exec-quota", 1, 0, 'e'},
-                                                 {"agent-quota", 1, 0, 'a'},
-                                                 {"linger", 1, 0, 'l'},
-                                                 {"version", 0, 0, 'V'},
-                                                 {"help", 0, 0, 'h'},
-                                                 {0, 0, 0, 0}};
+        static const struct option longopts[] = {
+                {"runtime-dir", 1, 0, 'r'}, {"socket", 1, 0, 's'},    {"detach", 0, 0, 'd'},
+                {"connect", 1, 0, 'c'},     {"spool-mem", 1, 0, 'm'}, {"exec-quota", 1, 0, 'e'},
+                {"agent-quota", 1, 0, 'a'}, {"linger", 1, 0, 'l'},    {"bridge", 0, 0, 'b'},
+                {"version", 0, 0, 'V'},     {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
         enum mode mode = MODE_STDIO;
         uint64_t v;
         int c;
@@ -245,6 +243,9 @@ parse_args(int argc, char **argv)
                                 usage(2);
                         agent_opts.linger_ms = (int64_t) v * 1000;
                         break;
+                case 'b':
+                        agent_opts.bridge = 1;
+                        break;
                 case 'V':
                         printf("sandboxd-agent protocol %u\n", AGENT_PROTO_VERSION);
                         exit(0);
@@ -254,7 +255,8 @@ parse_args(int argc, char **argv)
                         usage(2);
                 }
         }
-        if (optind < argc || (mode == MODE_DETACH && !agent_opts.runtime_dir))
+        if (optind < argc || (mode == MODE_DETACH && !agent_opts.runtime_dir) ||
+            (agent_opts.bridge && mode != MODE_DETACH))
                 usage(2);
         return mode;
 }
@@ -432,10 +434,25 @@ listen_socket(const char *path)
         return fd;
 }
 
+static void __attribute__((noreturn)) run_connect(void);
+
+static int lock_fd = -1; /* DIR/agent.lock, held (flock) for the agent's life */
+
+/* The serving process's pid into the lock file (after the forks: the one to signal). */
+static void
+write_lock_pid(void)
+{
+        char pid[24];
+
+        snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
+        if (ftruncate(lock_fd, 0) < 0 || pwrite(lock_fd, pid, strlen(pid), 0) < 0)
+                die("cannot write the pid into agent.lock in ", agent_opts.runtime_dir);
+}
+
 static void
 lock_runtime_dir(void)
 {
-        char path[PATH_MAX + 16], pid[24];
+        char path[PATH_MAX + 16];
         int fd;
 
         agent_mkdir_p(agent_opts.runtime_dir, strlen(agent_opts.runtime_dir));
@@ -444,18 +461,22 @@ lock_runtime_dir(void)
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 die("cannot open ", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK && agent_opts.bridge) {
+                close(fd); /* --bridge: the agent of this directory runs; bridge to it */
+                run_connect();
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 errno = EBUSY;
                 die("another sandboxd-agent runs with runtime directory ", agent_opts.runtime_dir);
         }
-        snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
-        if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
-                die("cannot write ", path);
+        lock_fd = fd;
+        write_lock_pid();
 }
 
-/* fork, setsid, fork: the grandchild serves; the first process exits once it is listening. */
+/* fork, setsid, fork: the grandchild serves; the first process exits once it is listening, or
+ * with --bridge becomes the bridge to it (lfd closed). */
 static void
-daemonize(const char *path)
+daemonize(const char *path, int lfd)
 {
         int rep[2], dn;
         char msg[PATH_MAX + 64];
@@ -470,6 +491,10 @@ daemonize(const char *path)
                 if (n <= 0)
                         exit(1);
                 msg[n] = 0;
+                if (agent_opts.bridge) {
+                        close(lfd);
+                        run_connect();
+                }
                 fputs(msg, stdout);
                 exit(0);
         }
@@ -477,6 +502,7 @@ daemonize(const char *path)
         setsid();
         if (fork() != 0)
                 _exit(0);
+        write_lock_pid();
         snprintf(msg, sizeof(msg), "listening on %s pid %d\n", path, (int) getpid());
         if (write(rep[1], msg, strlen(msg)) < 0)
                 _exit(1);
@@ -504,7 +530,7 @@ static void __attribute__((noreturn)) run_detached(void)
         }
         lock_runtime_dir();
         lfd = listen_socket(path);
-        daemonize(path);
+        daemonize(path, lfd);
         setup_common();
         agent_chan_init_listen(lfd);
         run();
