@@ -8,12 +8,13 @@
 #include "backends/daytona/daytona.h"
 #include "backends/docker.h"
 #include "backends/modal/modal.h"
+#include "backends/singularity/singularity.h"
 #include "policy/policy.h"
 
 #define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
 #define UNAVAILABLE_HINT                                                                           \
-        "use backend \"local\", \"docker\", \"modal\" or \"daytona\"; this backend is on the "     \
-        "roadmap"
+        "use backend \"local\", \"docker\", \"singularity\", \"modal\" or \"daytona\"; this "      \
+        "backend is on the roadmap"
 
 static void
 unavailable_probe(void *ctx, backend_probe_cb cb)
@@ -40,10 +41,9 @@ unavailable_create(const struct sandbox_spec *spec, void *ctx, backend_progress_
                 .name = label, .probe = unavailable_probe, .create = unavailable_create}
 
 UNAVAILABLE_OPS(ssh_ops, "ssh");
-UNAVAILABLE_OPS(singularity_ops, "singularity");
 
 static const struct backend_ops *const backend_table[] = {
-        &local_backend_ops, &docker_backend_ops,  &ssh_ops, &singularity_ops,
+        &local_backend_ops, &docker_backend_ops,  &ssh_ops, &singularity_backend_ops,
         &modal_backend_ops, &daytona_backend_ops, NULL,
 };
 

@@ -322,6 +322,11 @@ struct backend_ops {
         void (*file_write)(struct backend_sandbox *bsb, const struct backend_file_write *w,
                            void *ctx, backend_judge_fn judge, backend_done_cb cb);
 
+        /* backend.cache: the backend's image cache (new object: {cache_dir, cache_bytes,
+         * cache_cap_bytes, cache_entries, entries, removed}), after removing, with prune, the
+         * entries no sandbox uses: all of them, or only down to the cap. May be NULL. */
+        json_t *(*cache)(bool prune, bool all);
+
         /* Daemon shutdown: release process-wide resources (sandboxes with save() and their
          * adoptable execs are left running). May be NULL. */
         void (*shutdown)(void);

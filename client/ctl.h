@@ -63,6 +63,7 @@ int ctl_proc_kill(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_proc_wait(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_sandbox_main(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_backends(struct ctl_ctx *ctx, int argc, char **argv);
+int ctl_misc_cache(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_info(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_check(struct ctl_ctx *ctx, int argc, char **argv);
 int ctl_misc_call(struct ctl_ctx *ctx, int argc, char **argv);

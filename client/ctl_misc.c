@@ -1,4 +1,4 @@
-/* ctl_misc.c — backends, info, check (policy.check) and call (raw JSON-RPC). */
+/* ctl_misc.c — backends, cache, info, check (policy.check) and call (raw JSON-RPC). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +14,13 @@ enum {
         OPT_CWD,
         OPT_ARGV,
         OPT_SANDBOX,
+        OPT_PRUNE,
+        OPT_ALL,
 };
 
 struct ctl_misc_opts {
         const char *backend, *cwd, *sandbox;
-        bool argv_mode;
+        bool argv_mode, prune, all;
 };
 
 static int
@@ -26,8 +28,8 @@ ctl_misc_opt_cb(void *st, int opt, const char *arg)
 {
         struct ctl_misc_opts *o = st;
 
-        if (opt == OPT_ARGV) {
-                o->argv_mode = true;
+        if (opt == OPT_ARGV || opt == OPT_PRUNE || opt == OPT_ALL) {
+                *(opt == OPT_ARGV ? &o->argv_mode : opt == OPT_PRUNE ? &o->prune : &o->all) = true;
                 return 0;
         }
         if (!*arg)
@@ -97,6 +99,80 @@ ctl_misc_backends(struct ctl_ctx *ctx, int argc, char **argv)
                 ctl_util_print_json(stdout, res);
         else
                 ctl_misc_print_backends(res);
+        json_decref(res);
+        return CTL_EXIT_OK;
+}
+
+static const struct ctl_help ctl_misc_cache_help = {
+        "cache",
+        "cache [-b BACKEND] [--prune [--all]]",
+        "Lists a backend's image cache (default singularity: its SIF files), and with --prune "
+        "removes\nthe least recently used entries no sandbox uses until the cache is under its "
+        "cap (--all:\nevery entry no sandbox uses). Root and the daemon's owner only.",
+        "  -b, --backend B       the backend (default singularity)\n"
+        "      --prune           remove unused entries down to the cap\n"
+        "      --all             with --prune: remove every unused entry\n",
+};
+
+static void
+ctl_misc_print_cache(const json_t *res)
+{
+        static const char *const hdr[] = {"IMAGE", "BYTES", "LAST USED", "IN USE"};
+        struct ctl_table *t = ctl_table_new(hdr, ARRAY_SIZE(hdr));
+        size_t i;
+        json_t *e;
+
+        json_array_foreach(json_object_get(res, "entries"), i, e)
+        {
+                char bytes[32];
+                snprintf(bytes, sizeof(bytes), "%lld",
+                         (long long) json_integer_value(json_object_get(e, "bytes")));
+                const char *row[] = {ctl_util_str(e, "image", NULL), bytes,
+                                     ctl_util_str(e, "last_used", NULL),
+                                     json_is_true(json_object_get(e, "in_use")) ? "yes" : "no"};
+                ctl_table_add(t, row);
+        }
+        ctl_table_print(t, stdout);
+        ctl_table_free(t);
+        json_array_foreach(json_object_get(res, "removed"), i, e)
+                printf("removed %s\n", json_string_value(e));
+        printf("%lld of %lld bytes in %s\n",
+               (long long) json_integer_value(json_object_get(res, "cache_bytes")),
+               (long long) json_integer_value(json_object_get(res, "cache_cap_bytes")),
+               ctl_util_str(res, "cache_dir", "?"));
+}
+
+/* `sandboxctl cache`. */
+int
+ctl_misc_cache(struct ctl_ctx *ctx, int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"backend", required_argument, NULL, OPT_BACKEND},
+                {"prune", no_argument, NULL, OPT_PRUNE},
+                {"all", no_argument, NULL, OPT_ALL},
+                {NULL, 0, NULL, 0},
+        };
+        struct ctl_misc_opts o = {.backend = "singularity"};
+        int first, rc;
+        json_t *res;
+
+        rc = ctl_util_parse(ctx, &ctl_misc_cache_help, "b:", opts, argc, argv, ctl_misc_opt_cb, &o,
+                            &first);
+        if (rc < 0 && first < argc)
+                rc = ctl_util_usage_error("cache", "unexpected argument '%s'", argv[first]);
+        if (rc < 0 && o.all && !o.prune)
+                rc = ctl_util_usage_error("cache", "--all goes with --prune");
+        if (rc >= 0)
+                return rc;
+        res = ctl_call(
+                ctx, "backend.cache",
+                json_pack("{s:s,s:b,s:b}", "backend", o.backend, "prune", o.prune, "all", o.all));
+        if (!res)
+                return CTL_EXIT_ERROR;
+        if (ctx->json)
+                ctl_util_print_json(stdout, res);
+        else
+                ctl_misc_print_cache(res);
         json_decref(res);
         return CTL_EXIT_OK;
 }

@@ -24,6 +24,7 @@ static const struct {
         {"wait", ctl_proc_wait, "wait for a process to end; exit with its status"},
         {"sandbox", ctl_sandbox_main, "create, list, show, remove sandboxes"},
         {"backends", ctl_misc_backends, "list backends and whether they can be used"},
+        {"cache", ctl_misc_cache, "list or prune a backend's image cache (singularity)"},
         {"info", ctl_misc_info, "show daemon status"},
         {"check", ctl_misc_check, "ask the policy about a command without running it"},
         {"approvals", ctl_approvals_main, "list or revoke persisted approvals"},

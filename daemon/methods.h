@@ -8,6 +8,7 @@
 void method_daemon_hello(struct rpc_req *req);
 void method_daemon_info(struct rpc_req *req);
 void method_backend_list(struct rpc_req *req);
+void method_backend_cache(struct rpc_req *req);
 void method_policy_check(struct rpc_req *req);
 void method_policy_reload(struct rpc_req *req);
 /* sandbox.c */

@@ -211,6 +211,41 @@ method_backend_list(struct rpc_req *req)
         probe_start(req, false);
 }
 
+/* backend.cache {backend, prune?, all?}: a backend's image cache, listed or pruned (root and
+ * the daemon's owner: the cache is the daemon user's). */
+void
+method_backend_cache(struct rpc_req *req)
+{
+        static const char *const keys[] = {"backend", "prune", "all", NULL};
+        struct sbx_error err = {0};
+        const struct backend_ops *ops;
+        const char *name = NULL;
+        bool prune = false, all = false;
+
+        if (params_known(req->params, keys, &err) < 0 ||
+            params_str(req->params, "backend", 64, &name, &err) < 0 ||
+            params_bool(req->params, "prune", &prune, &err) < 0 ||
+            params_bool(req->params, "all", &all, &err) < 0) {
+                rpc_error(req, &err);
+                return;
+        }
+        if (!daemon_is_admin(conn_uid(req->conn))) {
+                rpc_error_msg(req, SBX_E_PERMISSION,
+                              "permission denied: only root and the daemon's owner may see or "
+                              "prune a backend's cache");
+                return;
+        }
+        ops = name ? backend_lookup(name) : NULL;
+        if (!ops || !ops->cache) {
+                sbx_error_param(&err, "backend",
+                                "invalid params: 'backend' must name a backend with an image "
+                                "cache (singularity)");
+                rpc_error(req, &err);
+                return;
+        }
+        rpc_result(req, ops->cache(prune, all));
+}
+
 /* The answer of policy.check: the verdict, or -32602 for a spec that cannot be judged. Clears
  * r. */
 static void

@@ -25,6 +25,7 @@ static const struct rpc_method rpc_methods[] = {
         {"daemon.hello", method_daemon_hello},
         {"daemon.info", method_daemon_info},
         {"backend.list", method_backend_list},
+        {"backend.cache", method_backend_cache},
         {"sandbox.create", method_sandbox_create},
         {"sandbox.list", method_sandbox_list},
         {"sandbox.get", method_sandbox_get},

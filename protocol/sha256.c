@@ -43,14 +43,8 @@ block(uint32_t h[8], const unsigned char *p)
         h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
-struct sha256_ctx {
-        uint32_t h[8];
-        unsigned char buf[64];
-        size_t used;
-        uint64_t len;
-};
-
-static void
+/* Starts a digest. */
+void
 sha256_init(struct sha256_ctx *c)
 {
         static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -61,7 +55,8 @@ sha256_init(struct sha256_ctx *c)
         c->len = 0;
 }
 
-static void
+/* Adds len bytes. */
+void
 sha256_update(struct sha256_ctx *c, const void *data, size_t len)
 {
         const unsigned char *p = data;
@@ -80,7 +75,8 @@ sha256_update(struct sha256_ctx *c, const void *data, size_t len)
         }
 }
 
-static void
+/* Ends the digest into out. */
+void
 sha256_final(struct sha256_ctx *c, unsigned char out[SHA256_LEN])
 {
         uint64_t bits = c->len * 8;

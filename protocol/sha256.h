@@ -4,8 +4,20 @@
 #define SANDBOXD_SHA256_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define SHA256_LEN 32
+
+/* An incremental digest (files hashed in pieces): init, update*, final. */
+struct sha256_ctx {
+        uint32_t h[8];
+        unsigned char buf[64];
+        size_t used;
+        uint64_t len;
+};
+void sha256_init(struct sha256_ctx *c);
+void sha256_update(struct sha256_ctx *c, const void *data, size_t len);
+void sha256_final(struct sha256_ctx *c, unsigned char out[SHA256_LEN]);
 
 /* Digest of data into out. */
 void sha256(const void *data, size_t len, unsigned char out[SHA256_LEN]);
