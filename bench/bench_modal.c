@@ -224,21 +224,6 @@ raw_exec(struct raw *r)
                 exit(1);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-        qsort(v, (size_t) n, sizeof(*v), cmp_double);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One exec through the daemon, in ms. */
 static double
 daemon_exec(struct bd *d, json_t *params)
@@ -284,8 +269,8 @@ bench_shape(struct bd *d, struct fake *f, struct raw *r, const char *name, json_
                 rv[i] = raw_exec_ms(r);
                 dv[i] = daemon_exec(d, params);
         }
-        md = median(dv, n);
-        mr = median(rv, n);
+        md = bd_median(dv, n);
+        mr = bd_median(rv, n);
         printf("exec %-14s daemon %.2f ms, raw API calls %.2f ms (medians of %d), ratio %.2f "
                "(target <= 1.2)\n",
                name, md, mr, n, md / mr);

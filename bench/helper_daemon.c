@@ -138,3 +138,18 @@ bd_stop(struct bd *d)
         free(cmd);
         buf_free(&d->in);
 }
+
+static int
+cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+double
+bd_median(double *v, int n)
+{
+        qsort(v, (size_t) n, sizeof(*v), cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

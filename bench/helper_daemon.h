@@ -26,5 +26,7 @@ int bd_start(struct bd *d, const char *config, char *const *env);
 json_t *bd_call(struct bd *d, const char *method, json_t *params /* steals */);
 /* SIGTERM, wait, remove the directory. */
 void bd_stop(struct bd *d);
+/* The median of n values (sorts v). */
+double bd_median(double *v, int n);
 
 #endif
