@@ -546,6 +546,25 @@ sandbox_parse_resources(json_t *params, struct sbx_error *err)
         return 0;
 }
 
+/* The sandboxd* labels are the daemon's: orphan removal, re-adoption after a restart and the
+ * resume by name trust them on every backend, so a client that names one is refused. */
+static int
+sandbox_labels_ok(json_t *p, struct sbx_error *err)
+{
+        const char *k;
+        json_t *v;
+
+        json_object_foreach(json_object_get(p, "labels"), k, v) if (!strncmp(k, "sandboxd", 8))
+        {
+                sbx_error_param(err, "labels",
+                                "invalid params: label '%s' is reserved (sandboxd sets the "
+                                "'sandboxd*' labels of its sandboxes); use another name",
+                                k);
+                return -1;
+        }
+        return 0;
+}
+
 static int
 sandbox_validate(json_t *p, struct sbx_error *err)
 {
@@ -559,7 +578,7 @@ sandbox_validate(json_t *p, struct sbx_error *err)
             params_str(p, "image", SANDBOX_MAX_STRING, &s, err) < 0 ||
             params_str(p, "workdir", SANDBOX_MAX_STRING, &s, err) < 0 ||
             params_str_map(p, "env", SANDBOX_MAX_ENV, &j, err) < 0 ||
-            params_str_map(p, "labels", 256, &j, err) < 0 ||
+            params_str_map(p, "labels", 256, &j, err) < 0 || sandbox_labels_ok(p, err) < 0 ||
             params_enum(p, "network", sandbox_networks, &e, err) < 0 ||
             params_arr(p, "mounts", &j, err) < 0 ||
             params_int(p, "timeout_s", 0, 31536000, &n, err) < 0 ||

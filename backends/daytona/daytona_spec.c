@@ -31,26 +31,6 @@ spec_uid(const struct sandbox_spec *spec, char out[32])
         snprintf(out, 32, "%u", spec->owner ? (unsigned) spec->owner->uid : 0u);
 }
 
-/* The sandboxd* labels are ours: orphan removal and the resume by name trust them, so a
- * client that names one is refused. */
-static int
-spec_labels_ok(const struct sandbox_spec *spec, struct sbx_error *err)
-{
-        json_t *v;
-        const char *k;
-
-        json_object_foreach(spec->labels, k, v) if (!strncmp(k, "sandboxd", 8))
-        {
-                sbx_error_param(err, "labels",
-                                "invalid params: label '%s' is reserved (sandboxd sets the "
-                                "'sandboxd*' labels of its sandboxes); use another name, and "
-                                "'daytona.persistent' for a persistent sandbox",
-                                k);
-                return -EINVAL;
-        }
-        return 0;
-}
-
 /* The client's labels, then ours. */
 static json_t *
 spec_labels(const struct sandbox_spec *spec, bool persistent)
@@ -253,7 +233,7 @@ daytona_spec_build(const struct sandbox_spec *spec, struct daytona_spec *out, st
 
         memset(out, 0, sizeof(*out));
         out->body = json_object();
-        if (spec_labels_ok(spec, err) < 0 || spec_section(sec, &out->persistent, err) < 0 ||
+        if (spec_section(sec, &out->persistent, err) < 0 ||
             spec_placement(spec, sec, out->body, err) < 0 ||
             spec_intervals(sec, out->persistent, out->body, err) < 0 ||
             spec_source(spec, sec, out, err) < 0) {

@@ -454,6 +454,16 @@ class Sandboxes(DaemonTest):
                           if s["name"] == "twin"], ["local"])
         self.c.call("sandbox.destroy", {"id": first["id"]})
 
+    def test_sandboxd_labels_are_reserved_on_every_backend(self):
+        # docker's re-adoption trusts sandboxd.agent, orphan removal sandboxd.instance/owner
+        for backend in ("local", "docker"):
+            for label in ("sandboxd", "sandboxd.agent", "sandboxd.owner", "sandboxdX"):
+                with self.subTest(backend=backend, label=label):
+                    e = self.assertRpcError(-32602, "sandbox.create",
+                                            {"backend": backend, "labels": {label: "1"}},
+                                            param="labels")
+                    self.assertIn("label '%s' is reserved" % label, e.message)
+
     def test_create_reuse_list_get_destroy(self):
         a = self.c.call("sandbox.create", {"name": "box", "env": {"X": "1"},
                                            "labels": {"k": "v"}})
