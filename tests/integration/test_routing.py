@@ -185,6 +185,23 @@ class NoHello(DaemonTest):
         self.assertIn("daemon.hello", e.message)
         self.assertIn("interactive", e.message)
 
+    def test_late_hello_interactive_is_asked_next_time(self):
+        # docs/protocol.md: no hello, no one asked; a hello later makes the next ask a question.
+        asked = []
+
+        def answer(m):
+            asked.append(m)
+            return {"decision": "deny"}
+        c = self.daemon.client(on_request=answer, hello=False)
+        self.addCleanup(c.close)
+        with self.assertRaises(RpcError) as cm:
+            c.call("exec", {"command": "rm -r /tmp/sandboxd-no-hello-nothing"}, timeout=10)
+        self.assertEqual((cm.exception.data["resolution"], asked), ("role", []))
+        self.assertEqual(c.call("daemon.hello", {})["role"], "interactive")
+        with self.assertRaises(RpcError) as cm:
+            c.call("exec", {"command": "rm -r /tmp/sandboxd-no-hello-nothing"}, timeout=10)
+        self.assertEqual((cm.exception.data["resolution"], len(asked)), ("user", 1))
+
     def test_hello_interactive_is_asked(self):
         asked = []
 
