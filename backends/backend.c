@@ -3,6 +3,7 @@
 #include "backends/backend.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/daytona/daytona.h"
@@ -10,6 +11,7 @@
 #include "backends/modal/modal.h"
 #include "backends/singularity/singularity.h"
 #include "policy/policy.h"
+#include "protocol/util.h"
 
 #define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
 #define UNAVAILABLE_HINT                                                                           \
@@ -46,6 +48,15 @@ static const struct backend_ops *const backend_table[] = {
         &local_backend_ops, &docker_backend_ops,  &ssh_ops, &singularity_backend_ops,
         &modal_backend_ops, &daytona_backend_ops, NULL,
 };
+
+static bool
+backend_key_listed(const char *const *keys, const char *key)
+{
+        for (size_t i = 0; keys && keys[i]; i++)
+                if (!strcmp(keys[i], key))
+                        return true;
+        return false;
+}
 
 /* Finds a backend by name. */
 const struct backend_ops *
@@ -89,4 +100,28 @@ backend_rejudge(const char *backend, json_t *requested, json_t *real, const char
         policy_result_clear(&got);
         policy_free(pol);
         return rc;
+}
+
+/* Reports the keys of config that are not in keys nor common to every section. */
+int
+backend_config_known(json_t *config, const char *backend, const char *const *keys,
+                     backend_config_report_fn report, void *ctx)
+{
+        static const char *const common[] = {BACKEND_COMMON_KEYS, NULL};
+        const char *key;
+        json_t *v;
+        int n = 0;
+
+        json_object_foreach(config, key, v)
+        {
+                if (backend_key_listed(common, key) || backend_key_listed(keys, key))
+                        continue;
+                char *msg = xasprintf("unknown key '%s' in section [backend.%s] (see "
+                                      "docs/backends/%s.md)",
+                                      key, backend, backend);
+                report(ctx, key, msg);
+                free(msg);
+                n++;
+        }
+        return n;
 }

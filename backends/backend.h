@@ -258,6 +258,10 @@ enum backend_caps {
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,
                                  const struct sbx_error *err);
 typedef void (*backend_reaped_cb)(void *ctx, int removed, const struct sbx_error *err);
+/* A problem found in a [backend.NAME] section: key is the key at fault (NULL: the section as
+ * a whole), message says what is wrong and what is expected, naming section and key. Both
+ * borrowed for the call. */
+typedef void (*backend_config_report_fn)(void *ctx, const char *key, const char *message);
 
 struct backend_ops {
         const char *name;
@@ -268,8 +272,17 @@ struct backend_ops {
          * section sets one), "drain_grace_ms" ([exec] drain_grace_ms), "file_timeout_ms"
          * (the bound of a file op), "state_dir" (the daemon's state directory) and
          * "config_file" (the configuration file's path, when there is one: who may read a
-         * secret in it). Unknown keys are ignored. Fails only for configuration errors. */
+         * secret in it). Unknown keys are refused, as validate refuses them. Fails only for
+         * configuration errors (the first one, in err). */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
+        /* Checks a [backend.NAME] section (object of strings, borrowed; the file's keys, without
+         * those the daemon adds) as init would parse it, with no side effect: nothing is kept,
+         * created or contacted (files the section names may be read). report is called once
+         * for every problem, unknown keys included; returns how many there were. The daemon
+         * calls it whenever it loads the configuration (start, SIGHUP, --check-config), so a
+         * bad section is found with its file and line before anything starts. NULL: the
+         * section may hold only the daemon's own keys (ask_isolated). */
+        int (*validate)(json_t *config, backend_config_report_fn report, void *ctx);
         /* Whether the backend can be used now; the answer arrives through cb. */
         void (*probe)(void *ctx, backend_probe_cb cb);
 
@@ -336,6 +349,15 @@ struct backend_ops {
 const struct backend_ops *backend_lookup(const char *name);
 /* Every known backend, NULL-terminated. */
 const struct backend_ops *const *backend_all(void);
+/* For validate: reports each key of config (borrowed) that is neither in keys (NULL-terminated)
+ * nor one every section may hold (BACKEND_COMMON_KEYS); returns how many. */
+int backend_config_known(json_t *config, const char *backend, const char *const *keys,
+                         backend_config_report_fn report, void *ctx);
+/* Keys of every [backend.NAME] section: ask_isolated (read by the daemon), and those the daemon
+ * adds for init (see backend_ops.init; a file may set instance only where the backend lists
+ * it). */
+#define BACKEND_COMMON_KEYS                                                                        \
+        "ask_isolated", "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir", "instance"
 
 /* What a backend built (real), judged again by the built-in policy, must not be stricter than
  * what was judged (requested); both sandbox.create-shaped. Else -EPERM with err set (-32001,

@@ -363,223 +363,28 @@ docker_events_update(void)
         free(q);
 }
 
-/* ---- configuration ---- */
+/* ---- configuration (docker_config.c) ---- */
 
-static char *
-docker_cfg_str(json_t *config, const char *key, const char *env, const char *dflt)
-{
-        const char *v = json_string_value(json_object_get(config, key));
-
-        if (!v && env)
-                v = credenv_get(env);
-        if (!v || !*v)
-                v = dflt;
-        return v ? xstrdup(v) : NULL;
-}
-
-static int
-docker_parse_host(struct sbx_error *err)
-{
-        const char *h = docker.host;
-
-        if (strncmp(h, "unix://", 7) == 0) {
-                docker.sock_path = xstrdup(h + 7);
-                docker.base_url = xstrdup("http://docker");
-                return 0;
-        }
-        if (strncmp(h, "tcp://", 6) == 0) {
-                const char *hp = h + 6, *colon = strrchr(hp, ':');
-                if (!colon || colon == hp) {
-                        sbx_error_param(err, "host", "docker host '%s' needs tcp://HOST:PORT", h);
-                        return -EINVAL;
-                }
-                docker.tcp_host = xstrndup(hp, (size_t) (colon - hp));
-                docker.tcp_port = atoi(colon + 1);
-                docker.base_url = xasprintf("%s://%s", docker.tls ? "https" : "http", hp);
-                return 0;
-        }
-        sbx_error_param(err, "host", "docker host '%s' is neither unix:// nor tcp://", h);
-        return -EINVAL;
-}
-
-/* A boolean key: JSON true/false, or the strings of an INI file ("true"/"yes"/"on"/"1" and
- * "false"/"no"/"off"/"0"). Returns 0 and *ret (dflt when absent), or -EINVAL. */
-static int
-docker_cfg_bool(json_t *config, const char *key, bool dflt, bool *ret)
-{
-        static const char *const yes[] = {"true", "yes", "on", "1"};
-        static const char *const no[] = {"false", "no", "off", "0"};
-        json_t *v = json_object_get(config, key);
-        const char *s = json_string_value(v);
-
-        *ret = dflt;
-        if (!v)
-                return 0;
-        if (json_is_boolean(v)) {
-                *ret = json_is_true(v);
-                return 0;
-        }
-        for (size_t i = 0; s && i < ARRAY_SIZE(yes); i++) {
-                if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
-                        *ret = strcasecmp(s, yes[i]) == 0;
-                        return 0;
-                }
-        }
-        return -EINVAL;
-}
-
-/* A non-negative integer key: JSON integer or a decimal string (INI). */
-static int
-docker_cfg_uint(json_t *config, const char *key, int64_t dflt, int64_t *ret)
-{
-        json_t *v = json_object_get(config, key);
-        const char *s = json_string_value(v);
-        char *end = NULL;
-        long long n;
-
-        *ret = dflt;
-        if (!v)
-                return 0;
-        if (json_is_integer(v)) {
-                *ret = json_integer_value(v);
-                return *ret < 0 ? -EINVAL : 0;
-        }
-        if (!s || !*s)
-                return -EINVAL;
-        errno = 0;
-        n = strtoll(s, &end, 10);
-        if (errno || *end || n < 0)
-                return -EINVAL;
-        *ret = n;
-        return 0;
-}
-
+/* Keeps the first problem for init's error (validate reported them all already). */
 static void
-docker_cfg_tls(json_t *config)
+docker_init_report_cb(void *ctx, const char *key, const char *message)
 {
-        char *certs = docker_cfg_str(config, "cert_path", "DOCKER_CERT_PATH", NULL);
-        const char *verify = credenv_get("DOCKER_TLS_VERIFY");
-        bool tls = false;
+        struct sbx_error *err = ctx;
 
-        /* A malformed value cannot turn TLS off: anything but a clear "false" is true. */
-        if (docker_cfg_bool(config, "tls", false, &tls) < 0)
-                tls = true;
-        docker.tls = tls || (verify && *verify) || certs != NULL;
-        if (certs) {
-                docker.ca_file = xasprintf("%s/ca.pem", certs);
-                docker.cert_file = xasprintf("%s/cert.pem", certs);
-                docker.key_file = xasprintf("%s/key.pem", certs);
-        }
-        free(certs);
-}
-
-static void
-docker_free_config(void)
-{
-        free(docker.host);
-        free(docker.sock_path);
-        free(docker.tcp_host);
-        free(docker.base_url);
-        free(docker.ca_file);
-        free(docker.cert_file);
-        free(docker.key_file);
-        free(docker.default_image);
-        free(docker.default_network);
-        free(docker.tmp_size);
-        free(docker.instance);
-        free(docker.runtime);
-        free(docker.agent);
-        free(docker.agent_note);
-}
-
-/* agent = PATH | off; unset: next to the daemon's binary, then SANDBOXD_LIBEXECDIR. */
-static int
-docker_cfg_agent(json_t *config, struct sbx_error *err)
-{
-        const char *v = json_string_value(json_object_get(config, "agent"));
-        char *near = NULL;
-        bool on;
-
-        if (v && *v && docker_cfg_bool(config, "agent", true, &on) == 0 && !on) {
-                docker.agent_note = xstrdup("agent = off in [backend.docker]");
-                return 0;
-        }
-        if (v && *v) {
-                docker.agent = agent_locate_file(v);
-                if (!docker.agent) {
-                        sbx_error_param(err, "agent",
-                                        "docker agent '%s' is not an executable file (build it "
-                                        "with make, or set agent = off)",
-                                        v);
-                        return -EINVAL;
-                }
-                return 0;
-        }
-        docker.agent = agent_locate(&near);
-        if (!docker.agent)
-                docker.agent_note = xasprintf("sandboxd-agent not found %s: every exec is a "
-                                              "docker exec (run make install)",
-                                              near);
-        free(near);
-        return 0;
-}
-
-/* The agent session's timing: agent_ping_ms, agent_link_timeout_ms, agent_reconnect_ms. */
-static int
-docker_cfg_agent_link(json_t *config, struct sbx_error *err)
-{
-        static const struct {
-                const char *key;
-                size_t off;
-        } keys[] = {
-                {"agent_ping_ms", offsetof(struct docker_state, agent_ping_ms)},
-                {"agent_link_timeout_ms", offsetof(struct docker_state, agent_link_timeout_ms)},
-                {"agent_reconnect_ms", offsetof(struct docker_state, agent_reconnect_ms)},
-        };
-        int64_t v;
-
-        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-                if (docker_cfg_uint(config, keys[i].key, 0, &v) < 0 || v > 86400000) {
-                        sbx_error_param(err, keys[i].key,
-                                        "docker %s must be milliseconds from 0 (the default) to "
-                                        "86400000",
-                                        keys[i].key);
-                        return -EINVAL;
-                }
-                *(unsigned *) ((char *) &docker + keys[i].off) = (unsigned) v;
-        }
-        return 0;
+        if (!err->code)
+                sbx_error_param(err, key ? key : "docker", "%s", message);
 }
 
 static int
 docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
-        bool recreate;
-
         if (docker.initialised)
                 return 0;
-        docker_free_config();
+        docker_config_free(&docker);
         memset(&docker, 0, sizeof(docker));
         list_init(&docker.sandboxes);
         docker.loop = loop;
-        if (docker_cfg_uint(config, "pids_limit", 512, &docker.pids_limit) < 0) {
-                sbx_error_param(err, "pids_limit", "docker pids_limit must be an integer >= 0");
-                return -EINVAL;
-        }
-        /* Read by the daemon at each use (records.c); checked here so a typo fails start-up. */
-        if (docker_cfg_bool(config, "recreate", true, &recreate) < 0) {
-                sbx_error_param(err, "recreate", "docker recreate must be true or false");
-                return -EINVAL;
-        }
-        docker.host = docker_cfg_str(config, "host", "DOCKER_HOST", "unix:///var/run/docker.sock");
-        docker_cfg_tls(config);
-        docker.default_image = docker_cfg_str(config, "image", NULL, "debian:bookworm-slim");
-        docker.default_network = docker_cfg_str(config, "network", NULL, "none");
-        docker.tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
-        docker.instance = docker_cfg_str(config, "instance", NULL, NULL);
-        docker.runtime = docker_cfg_str(config, "runtime", NULL, NULL);
-        if (docker_cfg_agent(config, err) < 0 || docker_cfg_agent_link(config, err) < 0 ||
-            docker_parse_host(err) < 0)
+        if (docker_config_parse(config, &docker, docker_init_report_cb, err) > 0)
                 return -EINVAL;
         docker.http = http_multi_acquire(loop);
         docker.initialised = true;
@@ -1836,6 +1641,7 @@ docker_cancel(void *ctx)
 const struct backend_ops docker_backend_ops = {
         .name = "docker",
         .init = docker_init,
+        .validate = docker_config_validate,
         .probe = docker_probe,
         .inspect_spec = docker_inspect_spec,
         .create = docker_create,

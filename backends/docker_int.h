@@ -51,6 +51,15 @@ struct docker_state {
 
 extern struct docker_state docker;
 
+/* docker_config.c: the [backend.docker] section. */
+/* Parses config (borrowed) into d, reporting every problem; returns how many there were. The
+ * fields it fills are freed by docker_config_free (d itself is the caller's). */
+int docker_config_parse(json_t *config, struct docker_state *d, backend_config_report_fn report,
+                        void *ctx);
+void docker_config_free(struct docker_state *d);
+/* backend_ops.validate. */
+int docker_config_validate(json_t *config, backend_config_report_fn report, void *ctx);
+
 struct backend_sandbox {
         struct list link;
         char *id;   /* sandbox id */

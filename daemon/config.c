@@ -6,6 +6,7 @@
 #include <ini.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,148 +82,6 @@ static const struct config_key config_keys[] = {
         K("policy", "audit_keep", CT_U64, audit_keep, 1000),
 };
 
-static int config_parse_u64(const char *v, bool size, uint64_t *out);
-
-/* The keys of [backend.NAME] sections (NULL backend: every backend), so that a typo or a bad
- * value is found by --check-config and at load, with its line, not when the backend starts.
- * A backend that reads a new key lists it here. */
-enum config_bkind {
-        CB_STR,
-        CB_UINT,
-        CB_INT,        /* a whole number, or -1 and below */
-        CB_BOOL,       /* true/false, yes/no, on/off, 1/0 (any case) */
-        CB_BOOL_OR_STR /* "off" or a path (docker agent) */
-};
-
-static const struct {
-        const char *backend;
-        const char *key;
-        enum config_bkind kind;
-} config_backend_keys[] = {
-        {NULL, "ask_isolated", CB_STR},
-        {"docker", "host", CB_STR},
-        {"docker", "cert_path", CB_STR},
-        {"docker", "tls", CB_BOOL},
-        {"docker", "image", CB_STR},
-        {"docker", "network", CB_STR},
-        {"docker", "pids_limit", CB_UINT},
-        {"docker", "tmp_size", CB_STR},
-        {"docker", "instance", CB_STR},
-        {"docker", "agent", CB_BOOL_OR_STR},
-        {"docker", "recreate", CB_BOOL},
-        {"docker", "runtime", CB_STR},
-        {"docker", "unchecked_host_config_fields", CB_STR},
-        {"docker", "volume_drivers", CB_STR},
-        {"docker", "agent_ping_ms", CB_UINT},
-        {"docker", "agent_link_timeout_ms", CB_UINT},
-        {"docker", "agent_reconnect_ms", CB_UINT},
-        /* backends/singularity/singularity.c checks the values further. */
-        {"singularity", "executable", CB_STR},
-        {"singularity", "agent", CB_STR},
-        {"singularity", "image", CB_STR},
-        {"singularity", "network", CB_STR},
-        {"singularity", "instance", CB_STR},
-        {"singularity", "scratch_dir", CB_STR},
-        {"singularity", "scratch_base", CB_STR},
-        {"singularity", "cache_max_mb", CB_UINT},
-        {"singularity", "build_timeout_s", CB_UINT},
-        {"singularity", "start_timeout_s", CB_UINT},
-        {"singularity", "stop_timeout_s", CB_UINT},
-        {"singularity", "limits", CB_STR},
-        /* backends/modal/modal.c checks the values further (modes, URLs, the token file). */
-        {"modal", "mode", CB_STR},
-        {"modal", "app", CB_STR},
-        {"modal", "image", CB_STR},
-        {"modal", "network", CB_STR},
-        {"modal", "instance", CB_STR},
-        {"modal", "max_lifetime_s", CB_UINT},
-        {"modal", "create_timeout_s", CB_UINT},
-        {"modal", "gateway_url", CB_STR},
-        {"modal", "gateway_token_file", CB_STR},
-        {"modal", "gateway_ready_path", CB_STR},
-        {"modal", "gateway_ready_timeout_ms", CB_UINT},
-        {"modal", "gateway_poll_ms", CB_UINT},
-        {"modal", "recreate", CB_BOOL},
-        /* daytona: ranges are checked by the backend (backends/daytona/daytona.c) */
-        {"daytona", "api_url", CB_STR},
-        {"daytona", "api_key", CB_STR},
-        {"daytona", "api_key_file", CB_STR},
-        {"daytona", "target", CB_STR},
-        {"daytona", "image", CB_STR},
-        {"daytona", "snapshot", CB_STR},
-        {"daytona", "network", CB_STR},
-        {"daytona", "auto_stop_minutes", CB_UINT},
-        {"daytona", "auto_archive_minutes", CB_UINT},
-        {"daytona", "auto_delete_minutes", CB_INT},
-        {"daytona", "max_auto_stop_minutes", CB_UINT},
-        {"daytona", "persistent", CB_BOOL},
-        {"daytona", "instance", CB_STR},
-        {"daytona", "remote_dir", CB_STR},
-        {"daytona", "create_timeout_s", CB_UINT},
-        {"daytona", "retries", CB_UINT},
-        {"daytona", "recreate", CB_BOOL},
-};
-
-static const char *const config_bkind_hint[] = {
-        [CB_STR] = "a string",
-        [CB_UINT] = "a whole number",
-        [CB_INT] = "a whole number (negative allowed)",
-        [CB_BOOL] = "true or false",
-        [CB_BOOL_OR_STR] = "a path or off",
-};
-
-static bool
-config_bool_word(const char *v)
-{
-        static const char *const words[] = {"true", "yes", "on", "1", "false", "no", "off", "0"};
-
-        for (size_t i = 0; i < ARRAY_SIZE(words); i++)
-                if (!strcasecmp(v, words[i]))
-                        return true;
-        return false;
-}
-
-static bool
-config_bvalue_ok(enum config_bkind kind, const char *v)
-{
-        uint64_t n;
-
-        switch (kind) {
-        case CB_UINT:
-                return config_parse_u64(v, false, &n) == 0;
-        case CB_INT:
-                return config_parse_u64(v[0] == '-' ? v + 1 : v, false, &n) == 0;
-        case CB_BOOL:
-                return config_bool_word(v);
-        case CB_STR:
-        case CB_BOOL_OR_STR:
-                return true;
-        }
-        return false;
-}
-
-/* Checks one key of [backend.NAME]: a known backend, a key it reads, a value of its kind. */
-static char *
-config_check_backend_key(const char *name, const char *key, const char *v, int lineno)
-{
-        if (!backend_lookup(name))
-                return xasprintf("%d: unknown backend '%s' in section [backend.%s] (backends: "
-                                 "local, docker, ssh, singularity, modal, daytona)",
-                                 lineno, name, name);
-        for (size_t i = 0; i < ARRAY_SIZE(config_backend_keys); i++) {
-                if (strcmp(config_backend_keys[i].key, key) ||
-                    (config_backend_keys[i].backend &&
-                     strcmp(config_backend_keys[i].backend, name)))
-                        continue;
-                if (config_bvalue_ok(config_backend_keys[i].kind, v))
-                        return NULL;
-                return xasprintf("%d: [backend.%s] %s = '%s' is not valid: expected %s", lineno,
-                                 name, key, v, config_bkind_hint[config_backend_keys[i].kind]);
-        }
-        return xasprintf("%d: unknown key '%s' in section [backend.%s] (see docs/configuration.md)",
-                         lineno, key, name);
-}
-
 /* Built-in defaults. */
 struct config *
 config_new_default(void)
@@ -275,10 +134,63 @@ config_free(struct config *c)
 
 struct config_parse {
         struct config *c;
-        char *error;
+        const char *path;
+        json_t *errors; /* every problem: [line, "path:line: what"] */
+        json_t *lines;  /* section -> key -> line, to place the later checks' errors */
         FILE *f;
         int lineno; /* Debian's inih reports no line numbers: the reader counts them */
 };
+
+/* Records a problem; line 0: not known (a value from the environment). */
+static void __attribute__((format(printf, 3, 4)))
+config_error(struct config_parse *p, int line, const char *fmt, ...)
+{
+        va_list ap;
+        char *msg;
+
+        va_start(ap, fmt);
+        msg = xvasprintf(fmt, ap);
+        va_end(ap);
+        json_array_append_new(p->errors,
+                              json_pack("[i,o]", line,
+                                        line > 0 ? json_sprintf("%s:%d: %s", p->path, line, msg)
+                                                 : json_sprintf("%s: %s", p->path, msg)));
+        free(msg);
+}
+
+static int
+config_error_cmp(const void *a, const void *b)
+{
+        json_int_t la = json_integer_value(json_array_get(*(json_t *const *) a, 0));
+        json_int_t lb = json_integer_value(json_array_get(*(json_t *const *) b, 0));
+
+        return la < lb ? -1 : la > lb;
+}
+
+/* Every problem, in the order of the file, one a line (new). */
+static char *
+config_errors_text(json_t *errors)
+{
+        size_t n = json_array_size(errors);
+        json_t **v = xcalloc(n, sizeof(*v));
+        struct buf b = {0};
+
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_array_get(errors, i);
+        qsort(v, n, sizeof(*v), config_error_cmp);
+        for (size_t i = 0; i < n; i++)
+                buf_appendf(&b, "%s%s", i ? "\n" : "", json_string_value(json_array_get(v[i], 1)));
+        buf_append(&b, "", 1);
+        free(v);
+        return b.data;
+}
+
+/* The line where key of section was set, 0 if it was not. */
+static int
+config_line(const struct config_parse *p, const char *section, const char *key)
+{
+        return (int) json_integer_value(json_object_get(json_object_get(p->lines, section), key));
+}
 
 static int
 config_parse_u64(const char *v, bool size, uint64_t *out)
@@ -398,108 +310,204 @@ config_reader(char *str, int num, void *stream)
         return r;
 }
 
-static int
-config_ini_cb(void *user, const char *section, const char *name, const char *value)
-{
-        struct config_parse *p = user;
-        int lineno = p->lineno;
+/* Keys the daemon gives every backend's init itself (backend.h): a file may not set them. */
+static const char *const config_backend_daemon_keys[] = {"drain_grace_ms", "file_timeout_ms",
+                                                         "config_file", "state_dir"};
 
-        if (p->error)
-                return 0;
-        if (!strncmp(section, "backend.", 8) && section[8]) {
-                json_t *sec = json_object_get(p->c->backends, section + 8);
-                p->error = config_check_backend_key(section + 8, name, value, lineno);
-                if (p->error)
-                        return 0;
-                if (!sec) {
-                        sec = json_object();
-                        json_object_set_new(p->c->backends, section + 8, sec);
-                }
-                json_object_set_new(sec, name, json_string(value));
-                return 1;
+/* A key of [backend.NAME]: kept (with its line) for the backend's validate and init. */
+static void
+config_backend_key(struct config_parse *p, const char *name, const char *key, const char *v)
+{
+        json_t *sec = json_object_get(p->c->backends, name);
+
+        if (!backend_lookup(name)) {
+                if (!config_line(p, name, "")) /* once per section */
+                        config_error(p, p->lineno,
+                                     "unknown backend '%s' in section [backend.%s] (backends: "
+                                     "local, docker, ssh, singularity, modal, daytona)",
+                                     name, name);
+                json_object_set_new(json_object_get(p->lines, name), "", json_integer(1));
+                return;
         }
+        for (size_t i = 0; i < ARRAY_SIZE(config_backend_daemon_keys); i++)
+                if (!strcmp(key, config_backend_daemon_keys[i]))
+                        config_error(p, p->lineno,
+                                     "[backend.%s] %s is set by the daemon (from [exec] "
+                                     "drain_grace_ms, [limits] file_timeout_s, the file's "
+                                     "own path and [daemon] state_dir): remove it",
+                                     name, key);
+        if (!sec) {
+                sec = json_object();
+                json_object_set_new(p->c->backends, name, sec);
+        }
+        json_object_set_new(sec, key, json_string(v));
+}
+
+/* A key of the daemon's own sections. */
+static void
+config_daemon_key(struct config_parse *p, const char *section, const char *name, const char *v)
+{
         for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
                 const struct config_key *k = &config_keys[i];
                 if (strcmp(k->section, section) || strcmp(k->name, name))
                         continue;
-                int r = config_set(p->c, k, value);
+                int r = config_set(p->c, k, v);
                 if (r == -ERANGE && k->max)
-                        p->error = xasprintf("%d: [%s] %s = '%s' is out of range (at most %llu)",
-                                             lineno, section, name, value,
-                                             (unsigned long long) k->max);
+                        config_error(p, p->lineno, "[%s] %s = '%s' is out of range (at most %llu)",
+                                     section, name, v, (unsigned long long) k->max);
                 else if (r < 0)
-                        p->error = xasprintf("%d: [%s] %s = '%s' is not valid: expected %s", lineno,
-                                             section, name, value, config_type_hint[k->type]);
-                return r < 0 ? 0 : 1;
+                        config_error(p, p->lineno, "[%s] %s = '%s' is not valid: expected %s",
+                                     section, name, v, config_type_hint[k->type]);
+                return;
         }
         for (size_t i = 0; i < ARRAY_SIZE(config_keys); i++) {
                 if (!strcmp(config_keys[i].section, section)) {
-                        p->error = xasprintf("%d: unknown key '%s' in section [%s] (see "
-                                             "docs/configuration.md)",
-                                             lineno, name, section);
-                        return 0;
+                        config_error(p, p->lineno,
+                                     "unknown key '%s' in section [%s] (see "
+                                     "docs/configuration.md)",
+                                     name, section);
+                        return;
                 }
         }
-        p->error = xasprintf("%d: unknown section [%s] (sections: daemon, limits, exec, sandbox, "
-                             "policy, backend.NAME)",
-                             lineno, section);
-        return 0;
+        config_error(p, p->lineno,
+                     "unknown section [%s] (sections: daemon, limits, exec, sandbox, policy, "
+                     "backend.NAME)",
+                     section);
+}
+
+/* Every key: recorded with its line, then checked; parsing goes on after a problem so that
+ * all of them are reported at once. */
+static int
+config_ini_cb(void *user, const char *section, const char *name, const char *value)
+{
+        struct config_parse *p = user;
+        bool backend = !strncmp(section, "backend.", 8) && section[8];
+        const char *sec = backend ? section + 8 : section;
+        json_t *lines = json_object_get(p->lines, sec);
+
+        if (!lines) {
+                lines = json_object();
+                json_object_set_new(p->lines, sec, lines);
+        }
+        json_object_set_new(lines, name, json_integer(p->lineno));
+        if (backend)
+                config_backend_key(p, sec, name, value);
+        else
+                config_daemon_key(p, section, name, value);
+        return 1;
+}
+
+static bool
+config_ask_isolated_ok(const char *v)
+{
+        return !v || !strcmp(v, "allow") || !strcmp(v, "ask");
 }
 
 /* [policy] ask_isolated and [backend.NAME] ask_isolated take "allow" or "ask". */
-static int
-config_check_ask_isolated(const struct config *c, const char *path, struct sbx_error *err)
+static void
+config_check_ask_isolated(struct config_parse *p)
 {
-        const char *name, *v = c->ask_isolated;
+        const char *name, *v = p->c->ask_isolated;
         json_t *sec;
 
-        if (v && strcmp(v, "allow") && strcmp(v, "ask")) {
-                sbx_error_set(err, SBX_E_INTERNAL, NULL,
-                              "%s: [policy] ask_isolated = '%s' is not valid: expected allow "
-                              "or ask",
-                              path, v);
-                return -EINVAL;
-        }
-        json_object_foreach(c->backends, name, sec)
+        if (!config_ask_isolated_ok(v))
+                config_error(p, config_line(p, "policy", "ask_isolated"),
+                             "[policy] ask_isolated = '%s' is not valid: expected allow or ask", v);
+        json_object_foreach(p->c->backends, name, sec)
         {
                 v = json_string_value(json_object_get(sec, "ask_isolated"));
-                if (v && strcmp(v, "allow") && strcmp(v, "ask")) {
-                        sbx_error_set(err, SBX_E_INTERNAL, NULL,
-                                      "%s: [backend.%s] ask_isolated = '%s' is not valid: "
-                                      "expected allow or ask",
-                                      path, name, v);
-                        return -EINVAL;
-                }
+                if (!config_ask_isolated_ok(v))
+                        config_error(p, config_line(p, name, "ask_isolated"),
+                                     "[backend.%s] ask_isolated = '%s' is not valid: expected "
+                                     "allow or ask",
+                                     name, v);
         }
-        return 0;
 }
 
 /* [backend.docker] unchecked_host_config_fields and volume_drivers: see docs/policy.md. */
-static int
-config_check_docker_policy(const struct config *c, const char *path, struct sbx_error *err)
+static void
+config_check_docker_policy(struct config_parse *p)
 {
-        json_t *sec = json_object_get(c->backends, "docker");
+        json_t *sec = json_object_get(p->c->backends, "docker");
+        const char *fields =
+                json_string_value(json_object_get(sec, "unchecked_host_config_fields"));
         struct sbx_error e = {0};
 
         if (policy_container_config_check(
-                    json_string_value(json_object_get(sec, "unchecked_host_config_fields")),
-                    json_string_value(json_object_get(sec, "volume_drivers")), &e) == 0)
-                return 0;
-        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s: [backend.docker] %s", path, e.message);
+                    fields, json_string_value(json_object_get(sec, "volume_drivers")), &e) == 0)
+                return;
+        config_error(p,
+                     config_line(p, "docker",
+                                 fields ? "unchecked_host_config_fields" : "volume_drivers"),
+                     "[backend.docker] %s", e.message);
         sbx_error_clear(&e);
-        return -EINVAL;
+}
+
+struct config_report {
+        struct config_parse *p;
+        const char *backend;
+};
+
+static void
+config_backend_report_cb(void *ctx, const char *key, const char *message)
+{
+        struct config_report *r = ctx;
+
+        config_error(r->p, key ? config_line(r->p, r->backend, key) : 0, "%s", message);
+}
+
+/* Each backend checks its section (also an absent one: defaults and the environment count),
+ * as its init will parse it; one without validate takes only the daemon's ask_isolated. */
+static void
+config_check_backends(struct config_parse *p)
+{
+        for (const struct backend_ops *const *b = backend_all(); *b; b++) {
+                json_t *sec = config_backend(p->c, (*b)->name), *v;
+                struct config_report r = {p, (*b)->name};
+                const char *key;
+
+                if ((*b)->validate) {
+                        (*b)->validate(sec, config_backend_report_cb, &r);
+                        continue;
+                }
+                json_object_foreach(sec, key, v)
+                {
+                        if (strcmp(key, "ask_isolated"))
+                                config_error(p, config_line(p, (*b)->name, key),
+                                             "unknown key '%s' in section [backend.%s] (the %s "
+                                             "backend takes only ask_isolated)",
+                                             key, (*b)->name, (*b)->name);
+                }
+        }
+}
+
+/* The checks of values that depend on others, once the whole file is read. */
+static void
+config_check(struct config_parse *p)
+{
+        const char *ll = p->c->log_level;
+
+        config_check_ask_isolated(p);
+        config_check_docker_policy(p);
+        config_check_backends(p);
+        if (!ll || (strcmp(ll, "info") && strcmp(ll, "debug")))
+                config_error(p, config_line(p, "daemon", "log_level"),
+                             "[daemon] log_level = '%s' is not valid: expected info or debug",
+                             ll ? ll : "");
 }
 
 /* Loads the file over the defaults. */
 int
 config_load(const char *path, bool required, struct config **ret, struct sbx_error *err)
 {
-        struct config_parse p = {config_new_default(), NULL, NULL, 0};
+        struct config_parse p = {config_new_default(), path, json_array(), json_object(), NULL, 0};
         FILE *f = fopen(path, "re");
         int r;
 
         if (!f) {
                 r = -errno;
+                json_decref(p.lines);
+                json_decref(p.errors);
                 if (r == -ENOENT && !required) {
                         *ret = p.c;
                         return 0;
@@ -511,28 +519,20 @@ config_load(const char *path, bool required, struct config **ret, struct sbx_err
         p.f = f;
         r = ini_parse_stream(config_reader, &p, config_ini_cb, &p);
         fclose(f);
-        if (p.error || r != 0) {
-                if (p.error)
-                        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s:%s", path, p.error);
-                else
-                        sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s:%d: syntax error", path, r);
-                free(p.error);
+        if (r != 0)
+                config_error(&p, r, "syntax error");
+        else
+                config_check(&p);
+        json_decref(p.lines);
+        if (json_array_size(p.errors)) {
+                char *text = config_errors_text(p.errors);
+                sbx_error_set(err, SBX_E_INTERNAL, NULL, "%s", text);
+                free(text);
+                json_decref(p.errors);
                 config_free(p.c);
                 return -EINVAL;
         }
-        if (config_check_ask_isolated(p.c, path, err) < 0 ||
-            config_check_docker_policy(p.c, path, err) < 0) {
-                config_free(p.c);
-                return -EINVAL;
-        }
-        if (!p.c->log_level ||
-            (strcmp(p.c->log_level, "info") && strcmp(p.c->log_level, "debug"))) {
-                sbx_error_set(err, SBX_E_INTERNAL, NULL,
-                              "%s: [daemon] log_level = '%s' is not valid: expected info or debug",
-                              path, p.c->log_level ? p.c->log_level : "");
-                config_free(p.c);
-                return -EINVAL;
-        }
+        json_decref(p.errors);
         p.c->path = xstrdup(path);
         *ret = p.c;
         return 0;

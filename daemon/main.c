@@ -488,7 +488,10 @@ main_check_config(void)
         struct policy *p = NULL;
 
         if (main_load_config(&c, &err) < 0) {
-                fprintf(stderr, "sandboxd: %s\n", err.message);
+                /* Every problem of the file, one per line. */
+                for (char *save = NULL, *l = strtok_r(err.message, "\n", &save); l;
+                     l = strtok_r(NULL, "\n", &save))
+                        fprintf(stderr, "sandboxd: %s\n", l);
                 sbx_error_clear(&err);
                 return 1;
         }

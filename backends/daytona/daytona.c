@@ -65,8 +65,8 @@ static const struct daytona_key {
 };
 
 /* Added by the daemon (backend.h), never read from the file, which may not set it
- * (daemon/config.c knows this section's keys): the configuration file's path, to tell
- * whether an api_key in it is safe there. */
+ * (daemon/config.c refuses it there): the configuration file's path, to tell whether an
+ * api_key in it is safe there. */
 #define DAYTONA_CONFIG_FILE_KEY "config_file"
 
 /* ---- configuration ---- */
@@ -128,9 +128,10 @@ daytona_key(const char *name)
 
 /* Applies one key of the table. */
 static int
-daytona_cfg_one(const struct daytona_key *k, const char *v, struct sbx_error *err)
+daytona_cfg_one(struct daytona_state *d, const struct daytona_key *k, const char *v,
+                struct sbx_error *err)
 {
-        void *field = (char *) &daytona + k->off;
+        void *field = (char *) d + k->off;
         bool b;
 
         switch (k->type) {
@@ -160,10 +161,10 @@ daytona_cfg_one(const struct daytona_key *k, const char *v, struct sbx_error *er
         return -EINVAL;
 }
 
-/* Walks the section: malformed values fail. Unknown keys are the daemon's (drain_grace_ms,
- * …) or were refused when the file was read, with their line. */
+/* Walks the section into d: the first malformed value fails (unknown keys: see
+ * daytona_config_parse). */
 static int
-daytona_cfg_keys(json_t *config, struct sbx_error *err)
+daytona_cfg_keys(struct daytona_state *d, json_t *config, struct sbx_error *err)
 {
         const char *name;
         json_t *v;
@@ -186,15 +187,20 @@ daytona_cfg_keys(json_t *config, struct sbx_error *err)
                                         "false");
                         return -EINVAL;
                 }
-                if (daytona_cfg_one(k, s, err) < 0)
+                if (daytona_cfg_one(d, k, s, err) < 0)
                         return -EINVAL;
         }
-        if (daytona.network && strcmp(daytona.network, "none") &&
-            strcmp(daytona.network, "bridge")) {
+        if (d->network && strcmp(d->network, "none") && strcmp(d->network, "bridge")) {
                 sbx_error_param(err, "network",
                                 "[backend.daytona] network = '%s': expected none "
                                 "or bridge",
-                                daytona.network);
+                                d->network);
+                return -EINVAL;
+        }
+        if (!d->remote_dir || d->remote_dir[0] != '/' || strpbrk(d->remote_dir, "'\"\\$`\n")) {
+                sbx_error_param(err, "remote_dir",
+                                "[backend.daytona] remote_dir must be an "
+                                "absolute path without quotes, $, ` or backslashes");
                 return -EINVAL;
         }
         return 0;
@@ -401,64 +407,131 @@ daytona_pick(json_t *config, const char *key, json_t *cred, const char *cred_nam
 }
 
 static int
-daytona_cfg_endpoints(json_t *config, json_t *cred, struct sbx_error *err)
+daytona_cfg_endpoints(struct daytona_state *d, json_t *config, json_t *cred, struct sbx_error *err)
 {
         static const char *const url_envs[] = {"DAYTONA_API_URL", "DAYTONA_SERVER_URL", NULL};
         static const char *const target_envs[] = {"DAYTONA_TARGET", NULL};
         size_t n;
 
-        daytona.api_url = daytona_pick(config, "api_url", cred, "DAYTONA_API_URL", url_envs,
-                                       DAYTONA_DEFAULT_URL);
-        n = strlen(daytona.api_url);
-        while (n && daytona.api_url[n - 1] == '/')
-                daytona.api_url[--n] = '\0';
-        if (!daytona_url_ok(daytona.api_url)) {
+        d->api_url = daytona_pick(config, "api_url", cred, "DAYTONA_API_URL", url_envs,
+                                  DAYTONA_DEFAULT_URL);
+        n = strlen(d->api_url);
+        while (n && d->api_url[n - 1] == '/')
+                d->api_url[--n] = '\0';
+        if (!daytona_url_ok(d->api_url)) {
                 sbx_error_param(err, "api_url",
                                 "[backend.daytona] api_url '%s' must be https:// "
                                 "(http:// only to 127.0.0.1, localhost or [::1]): the API key "
                                 "travels in every request",
-                                daytona.api_url);
+                                d->api_url);
                 return -EINVAL;
         }
-        daytona.target = daytona_pick(config, "target", cred, "DAYTONA_TARGET", target_envs, NULL);
-        if (daytona.target && !daytona_id_ok(daytona.target)) {
+        d->target = daytona_pick(config, "target", cred, "DAYTONA_TARGET", target_envs, NULL);
+        if (d->target && !daytona_id_ok(d->target)) {
                 sbx_error_param(err, "target", "[backend.daytona] target '%s' is not a region name",
-                                daytona.target);
+                                d->target);
                 return -EINVAL;
         }
         return 0;
 }
 
 static void
-daytona_free_config(void)
+daytona_free_config(struct daytona_state *d)
 {
         for (size_t i = 0; i < ARRAY_SIZE(daytona_keys); i++)
                 if (daytona_keys[i].type == DK_STR)
-                        free(*(char **) ((char *) &daytona + daytona_keys[i].off));
-        free(daytona.api_url);
-        free(daytona.auth);
-        free(daytona.key);
-        free(daytona.key_source);
-        free(daytona.key_reason);
-        free(daytona.key_hint);
-        free(daytona.target);
+                        free(*(char **) ((char *) d + daytona_keys[i].off));
+        free(d->api_url);
+        free(d->auth);
+        free(d->key);
+        free(d->key_source);
+        free(d->key_reason);
+        free(d->key_hint);
+        free(d->target);
 }
 
 static void
-daytona_defaults(uv_loop_t *loop)
+daytona_defaults(struct daytona_state *d, uv_loop_t *loop)
 {
-        memset(&daytona, 0, sizeof(daytona));
-        daytona.loop = loop;
-        list_init(&daytona.sandboxes);
-        list_init(&daytona.calls);
-        daytona.network = xstrdup("none");
-        daytona.remote_dir = xstrdup("/tmp/.sandboxd");
-        daytona.auto_stop = 15;
-        daytona.auto_archive = 1440;
-        daytona.auto_delete = 10080;
-        daytona.max_auto_stop = 1440;
-        daytona.create_timeout_s = 600;
-        daytona.retries = 5;
+        memset(d, 0, sizeof(*d));
+        d->loop = loop;
+        list_init(&d->sandboxes);
+        list_init(&d->calls);
+        d->network = xstrdup("none");
+        d->remote_dir = xstrdup("/tmp/.sandboxd");
+        d->auto_stop = 15;
+        d->auto_archive = 1440;
+        d->auto_delete = 10080;
+        d->max_auto_stop = 1440;
+        d->create_timeout_s = 600;
+        d->retries = 5;
+}
+
+static void
+daytona_report(backend_config_report_fn report, void *ctx, struct sbx_error *e, int *n)
+{
+        report(ctx, json_string_value(json_object_get(e->data, "param")), e->message);
+        sbx_error_clear(e);
+        (*n)++;
+}
+
+/* Parses config into d (defaults set), reporting every unknown key and the first bad value
+ * of each step; returns how many problems there were. */
+static int
+daytona_config_parse(struct daytona_state *d, json_t *config, json_t *cred,
+                     backend_config_report_fn report, void *ctx)
+{
+        static const char *const common[] = {BACKEND_COMMON_KEYS};
+        struct sbx_error e = {0};
+        const char *name;
+        json_t *v;
+        int n = 0;
+
+        json_object_foreach(config, name, v)
+        {
+                bool known = daytona_key(name) != NULL;
+                for (size_t i = 0; i < ARRAY_SIZE(common); i++)
+                        known |= !strcmp(name, common[i]);
+                if (known)
+                        continue;
+                sbx_error_param(&e, name,
+                                "unknown key '%s' in section [backend.daytona] (see "
+                                "docs/backends/daytona.md)",
+                                name);
+                daytona_report(report, ctx, &e, &n);
+        }
+        if (daytona_cfg_keys(d, config, &e) < 0)
+                daytona_report(report, ctx, &e, &n);
+        if (daytona_cfg_endpoints(d, config, cred, &e) < 0)
+                daytona_report(report, ctx, &e, &n);
+        return n;
+}
+
+/* backend_ops.validate: the parse into a scratch state (the credentials file is read, the
+ * key is not looked for). */
+static int
+daytona_validate(json_t *config, backend_config_report_fn report, void *ctx)
+{
+        const char *file = json_string_value(json_object_get(config, "api_key_file"));
+        json_t *cred = file && *file ? daytona_cred_file(file) : NULL;
+        struct daytona_state scratch;
+        int n;
+
+        daytona_defaults(&scratch, NULL);
+        n = daytona_config_parse(&scratch, config, cred, report, ctx);
+        daytona_free_config(&scratch);
+        json_decref(cred);
+        return n;
+}
+
+/* Keeps the first problem for init's error (validate reported them all already). */
+static void
+daytona_init_report_cb(void *ctx, const char *key, const char *message)
+{
+        struct sbx_error *err = ctx;
+
+        if (!err->code)
+                sbx_error_param(err, key ? key : "daytona", "%s", message);
 }
 
 static int
@@ -470,21 +543,13 @@ daytona_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 
         if (daytona.initialised)
                 return 0;
-        daytona_free_config();
-        daytona_defaults(loop);
-        if (daytona_cfg_keys(config, err) < 0)
-                return -EINVAL;
-        if (!daytona.remote_dir || daytona.remote_dir[0] != '/' ||
-            strpbrk(daytona.remote_dir, "'\"\\$`\n")) {
-                sbx_error_param(err, "remote_dir",
-                                "[backend.daytona] remote_dir must be an "
-                                "absolute path without quotes, $, ` or backslashes");
-                return -EINVAL;
-        }
+        daytona_free_config(&daytona);
+        daytona_defaults(&daytona, loop);
         file = json_string_value(json_object_get(config, "api_key_file"));
         if (file && *file)
                 cred = daytona_cred_file(file);
-        rc = daytona_cfg_endpoints(config, cred, err);
+        rc = daytona_config_parse(&daytona, config, cred, daytona_init_report_cb, err) > 0 ? -EINVAL
+                                                                                           : 0;
         if (rc == 0 && !daytona.key_reason)
                 daytona_credentials(config, cred);
         json_decref(cred);
@@ -698,6 +763,7 @@ const struct backend_ops daytona_backend_ops = {
          * sandbox user's, so the policy does not read the daemon's environment as theirs. */
         .caps = 0,
         .init = daytona_init,
+        .validate = daytona_validate,
         .probe = daytona_probe,
         .create = daytona_create,
         .cancel = daytona_cancel,

@@ -164,9 +164,10 @@ modal_token_file(const char *path, char **out, struct sbx_error *err)
 static const char *const modal_bools[] = {"true", "false", "yes", "no", "on", "off", "1", "0"};
 
 static int
-modal_set_key(const struct modal_key *k, const char *v, struct sbx_error *err)
+modal_set_key(struct modal_state *m, const struct modal_key *k, const char *v,
+              struct sbx_error *err)
 {
-        void *field = (char *) &modal + k->off;
+        void *field = (char *) m + k->off;
         const char *why = NULL;
         char *end = NULL;
 
@@ -208,8 +209,8 @@ modal_set_key(const struct modal_key *k, const char *v, struct sbx_error *err)
                 break;
         }
         if (why) {
-                sbx_error_param(err, k->key, "[backend.modal] %s = '%s' %s%s", k->key, v,
-                                k->type == MK_URL ? "" : ": ", why);
+                sbx_error_param(err, k->key, "[backend.modal] %s = '%s'%s%s", k->key, v,
+                                k->type == MK_URL ? " " : ": ", why);
                 return -EINVAL;
         }
         if (k->type != MK_BOOL && k->type != MK_MODE) {
@@ -220,9 +221,27 @@ modal_set_key(const struct modal_key *k, const char *v, struct sbx_error *err)
         return 0;
 }
 
-static int
-modal_config(json_t *config, struct sbx_error *err)
+struct modal_cfg_report {
+        backend_config_report_fn report;
+        void *ctx;
+        int n;
+};
+
+static void
+modal_cfg_report(struct modal_cfg_report *rep, const char *key, struct sbx_error *e)
 {
+        rep->report(rep->ctx, key, e->message);
+        rep->n++;
+        sbx_error_clear(e);
+}
+
+/* Parses config into m (the fields modal_free_config frees), reporting every problem; returns
+ * how many there were. */
+static int
+modal_config(struct modal_state *m, json_t *config, backend_config_report_fn report, void *ctx)
+{
+        struct modal_cfg_report rep = {report, ctx, 0};
+        struct sbx_error e = {0};
         const char *name;
         json_t *v;
 
@@ -232,11 +251,11 @@ modal_config(json_t *config, struct sbx_error *err)
                 for (i = 0; i < ARRAY_SIZE(modal_keys) && strcmp(modal_keys[i].key, name); i++)
                         ;
                 if (i == ARRAY_SIZE(modal_keys) || !json_is_string(v)) {
-                        sbx_error_param(err, name,
-                                        "unknown key '%s' in [backend.modal] (see "
+                        sbx_error_param(&e, name,
+                                        "unknown key '%s' in section [backend.modal] (see "
                                         "docs/backends/modal.md)",
                                         name);
-                        return -EINVAL;
+                        modal_cfg_report(&rep, name, &e);
                 }
         }
         for (size_t i = 0; i < ARRAY_SIZE(modal_keys); i++) {
@@ -245,28 +264,49 @@ modal_config(json_t *config, struct sbx_error *err)
                 if (!s && k->env && credenv_get(k->env) && *credenv_get(k->env))
                         s = credenv_get(k->env);
                 if (k->type == MK_TOKEN_FILE && s == credenv_get("TOOL_GATEWAY_USER_TOKEN") && s) {
-                        modal.gw_token = xstrdup(s); /* the variable holds the token itself */
+                        m->gw_token = xstrdup(s); /* the variable holds the token itself */
                         continue;
                 }
-                if ((s || k->dflt) && modal_set_key(k, s ? s : k->dflt, err) < 0)
-                        return -EINVAL;
+                if ((s || k->dflt) && modal_set_key(m, k, s ? s : k->dflt, &e) < 0)
+                        modal_cfg_report(&rep, k->key, &e);
         }
-        return 0;
+        return rep.n;
 }
 
 static void
-modal_free_config(void)
+modal_free_config(struct modal_state *m)
 {
-        free(modal.app);
-        free(modal.image);
-        free(modal.network);
-        free(modal.instance);
-        free(modal.gw_url);
-        free(modal.gw_token);
-        free(modal.gw_ready_path);
-        free(modal.gw_ready_error);
-        free(modal.gw_config_error);
-        json_decref(modal.app_ids);
+        free(m->app);
+        free(m->image);
+        free(m->network);
+        free(m->instance);
+        free(m->gw_url);
+        free(m->gw_token);
+        free(m->gw_ready_path);
+        free(m->gw_ready_error);
+        free(m->gw_config_error);
+        json_decref(m->app_ids);
+}
+
+/* Keeps the first problem for init's error (validate reported them all already). */
+static void
+modal_init_report_cb(void *ctx, const char *key, const char *message)
+{
+        struct sbx_error *err = ctx;
+
+        if (!err->code)
+                sbx_error_param(err, key ? key : "modal", "%s", message);
+}
+
+/* backend_ops.validate: the parse into a scratch state. */
+static int
+modal_validate(json_t *config, backend_config_report_fn report, void *ctx)
+{
+        struct modal_state scratch = {0};
+        int n = modal_config(&scratch, config, report, ctx);
+
+        modal_free_config(&scratch);
+        return n;
 }
 
 static int
@@ -276,13 +316,13 @@ modal_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 
         if (modal.initialised)
                 return 0;
-        modal_free_config();
+        modal_free_config(&modal);
         memset(&modal, 0, sizeof(modal));
         list_init(&modal.sandboxes);
         list_init(&modal.gw_waiters);
         modal.loop = loop;
-        if (modal_config(config, err) < 0) {
-                modal_free_config();
+        if (modal_config(&modal, config, modal_init_report_cb, err) > 0) {
+                modal_free_config(&modal);
                 memset(&modal, 0, sizeof(modal));
                 return -EINVAL;
         }
@@ -1036,6 +1076,7 @@ modal_file_write(struct backend_sandbox *sb, const struct backend_file_write *w,
 const struct backend_ops modal_backend_ops = {
         .name = "modal",
         .init = modal_init,
+        .validate = modal_validate,
         .probe = modal_probe,
         .create = modal_create,
         .save = modal_save,

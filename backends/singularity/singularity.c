@@ -40,9 +40,9 @@ cfg_str(json_t *config, const char *key, const char *dflt)
         return v && *v ? xstrdup(v) : dflt ? xstrdup(dflt) : NULL;
 }
 
-/* Whole numbers (the daemon checked the kind when it read the file), scaled into sing. */
+/* Whole numbers, scaled into st. */
 static int
-cfg_uints(json_t *config, struct sbx_error *err)
+cfg_uints(json_t *config, struct sing_state *st, struct sbx_error *err)
 {
         static const struct {
                 const char *key;
@@ -71,7 +71,7 @@ cfg_uints(json_t *config, struct sbx_error *err)
                                 return -EINVAL;
                         }
                 }
-                *(uint64_t *) ((char *) &sing + keys[i].off) = v * keys[i].scale;
+                *(uint64_t *) ((char *) st + keys[i].off) = v * keys[i].scale;
         }
         return 0;
 }
@@ -145,7 +145,7 @@ cfg_scratch(json_t *config, struct sbx_error *err)
 /* limits = auto | on | off: cgroup limits need cgroups v2, and for a user systemd's session
  * bus (Apptainer delegates to systemd). */
 static int
-cfg_limits(json_t *config, struct sbx_error *err)
+cfg_limits(json_t *config, struct sing_state *st, struct sbx_error *err)
 {
         char *v = cfg_str(config, "limits", "auto");
         const char *rt = getenv("XDG_RUNTIME_DIR");
@@ -154,13 +154,13 @@ cfg_limits(json_t *config, struct sbx_error *err)
         int rc = 0;
 
         if (!strcasecmp(v, "on")) {
-                sing.limits = true;
+                st->limits = true;
         } else if (!strcasecmp(v, "off")) {
-                sing.limits_note = xstrdup("limits = off in [backend.singularity]");
+                st->limits_note = xstrdup("limits = off in [backend.singularity]");
         } else if (!strcasecmp(v, "auto")) {
-                sing.limits = v2 && (geteuid() == 0 || (bus && access(bus, F_OK) == 0));
-                if (!sing.limits)
-                        sing.limits_note =
+                st->limits = v2 && (geteuid() == 0 || (bus && access(bus, F_OK) == 0));
+                if (!st->limits)
+                        st->limits_note =
                                 xstrdup(v2 ? "no systemd user session bus ($XDG_RUNTIME_DIR/bus)"
                                            : "the host has no cgroups v2");
         } else {
@@ -174,23 +174,23 @@ cfg_limits(json_t *config, struct sbx_error *err)
 }
 
 static int
-cfg_agent(json_t *config, struct sbx_error *err)
+cfg_agent(json_t *config, struct sing_state *st, struct sbx_error *err)
 {
         const char *v = json_string_value(json_object_get(config, "agent"));
         char *looked = NULL;
 
         if (v && *v) {
-                sing.agent = agent_locate_file(v);
-                if (!sing.agent) {
+                st->agent = agent_locate_file(v);
+                if (!st->agent) {
                         sbx_error_param(err, "agent",
                                         "singularity agent '%s' is not an executable file", v);
                         return -EINVAL;
                 }
                 return 0;
         }
-        sing.agent = agent_locate(&looked);
-        if (!sing.agent)
-                sing.agent_note = xasprintf("sandboxd-agent not found %s", looked);
+        st->agent = agent_locate(&looked);
+        if (!st->agent)
+                st->agent_note = xasprintf("sandboxd-agent not found %s", looked);
         free(looked);
         return 0;
 }
@@ -223,18 +223,23 @@ singularity_env(void)
 }
 
 static void
-sing_free_config(void)
+sing_free_config(struct sing_state *st)
 {
         char **strs[] = {
-                &sing.exe_cfg,         &sing.path,        &sing.home,       &sing.user,
-                &sing.scratch,         &sing.scratch_how, &sing.cache_dir,  &sing.tmp_dir,
-                &sing.overlay_dir,     &sing.agent,       &sing.agent_note, &sing.default_image,
-                &sing.default_network, &sing.limits_note};
+                &st->exe_cfg,         &st->path,        &st->home,       &st->user,
+                &st->scratch,         &st->scratch_how, &st->cache_dir,  &st->tmp_dir,
+                &st->overlay_dir,     &st->agent,       &st->agent_note, &st->default_image,
+                &st->default_network, &st->limits_note};
 
         for (size_t i = 0; i < ARRAY_SIZE(strs); i++) {
                 free(*strs[i]);
                 *strs[i] = NULL;
         }
+}
+
+static void
+sing_free_env(void)
+{
         for (size_t i = 0; sing_envp && sing_envp[i]; i++)
                 free(sing_envp[i]);
         free(sing_envp);
@@ -257,28 +262,99 @@ cfg_identity(json_t *config)
         sing.tag[8] = '\0';
 }
 
+/* Every key of [backend.singularity] (docs/backends/singularity.md). */
+static const char *const sing_keys[] = {
+        "executable",     "agent",        "image",        "network",         "instance",
+        "scratch_dir",    "scratch_base", "cache_max_mb", "build_timeout_s", "start_timeout_s",
+        "stop_timeout_s", "limits",       NULL,
+};
+
+static int
+cfg_network(json_t *config, struct sing_state *st, struct sbx_error *err)
+{
+        st->exe_cfg = cfg_str(config, "executable", NULL);
+        st->default_image = cfg_str(config, "image", "docker://debian:bookworm-slim");
+        st->default_network = cfg_str(config, "network", "none");
+        if (strcmp(st->default_network, "none") && strcmp(st->default_network, "host") &&
+            strcmp(st->default_network, "bridge")) {
+                sbx_error_param(err, "network",
+                                "singularity network = '%s' is not none, host or bridge",
+                                st->default_network);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+struct sing_report {
+        backend_config_report_fn report;
+        void *ctx;
+        int n;
+};
+
+static void
+sing_unknown_cb(void *ctx, const char *key, const char *message)
+{
+        struct sing_report *rep = ctx;
+
+        rep->report(rep->ctx, key, message);
+        rep->n++;
+}
+
+/* The keys into st, every problem reported (the scratch directory, which init creates, is
+ * not among them); returns how many there were. */
+static int
+sing_config_parse(json_t *config, struct sing_state *st, backend_config_report_fn report, void *ctx)
+{
+        static int (*const steps[])(json_t *, struct sing_state *, struct sbx_error *) = {
+                cfg_network, cfg_uints, cfg_limits, cfg_agent};
+        struct sing_report rep = {report, ctx, 0};
+        struct sbx_error e = {0};
+
+        backend_config_known(config, "singularity", sing_keys, sing_unknown_cb, &rep);
+        for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+                if (steps[i](config, st, &e) == 0)
+                        continue;
+                report(ctx, json_string_value(json_object_get(e.data, "param")), e.message);
+                sbx_error_clear(&e);
+                rep.n++;
+        }
+        return rep.n;
+}
+
+/* backend_ops.validate: the parse into a scratch state. */
+static int
+sing_validate(json_t *config, backend_config_report_fn report, void *ctx)
+{
+        struct sing_state scratch = {0};
+        int n = sing_config_parse(config, &scratch, report, ctx);
+
+        sing_free_config(&scratch);
+        return n;
+}
+
+/* Keeps the first problem for init's error (validate reported them all already). */
+static void
+sing_init_report_cb(void *ctx, const char *key, const char *message)
+{
+        struct sbx_error *err = ctx;
+
+        if (!err->code)
+                sbx_error_param(err, key ? key : "singularity", "%s", message);
+}
+
 static int
 sing_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
         if (sing.initialised)
                 return 0;
-        sing_free_config();
+        sing_free_config(&sing);
+        sing_free_env();
         memset(&sing, 0, sizeof(sing));
         list_init(&sing.sandboxes);
         sing.loop = loop;
         cfg_identity(config);
-        sing.exe_cfg = cfg_str(config, "executable", NULL);
-        sing.default_image = cfg_str(config, "image", "docker://debian:bookworm-slim");
-        sing.default_network = cfg_str(config, "network", "none");
-        if (strcmp(sing.default_network, "none") && strcmp(sing.default_network, "host") &&
-            strcmp(sing.default_network, "bridge")) {
-                sbx_error_param(err, "network",
-                                "singularity network = '%s' is not none, host or bridge",
-                                sing.default_network);
-                return -EINVAL;
-        }
-        if (cfg_uints(config, err) < 0 || cfg_limits(config, err) < 0 ||
-            cfg_agent(config, err) < 0 || cfg_scratch(config, err) < 0)
+        if (sing_config_parse(config, &sing, sing_init_report_cb, err) > 0 ||
+            cfg_scratch(config, err) < 0)
                 return -EINVAL;
         build_env();
         sing_cache_init();
@@ -504,6 +580,7 @@ sing_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, 
 const struct backend_ops singularity_backend_ops = {
         .name = "singularity",
         .init = sing_init,
+        .validate = sing_validate,
         .probe = sing_probe,
         .create = sing_instance_create,
         .cancel = sing_instance_cancel,

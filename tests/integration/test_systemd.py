@@ -585,14 +585,43 @@ class CheckConfig(unittest.TestCase):
         self.assertIn("configuration OK", r.stdout)
         self.assertIn(rules, r.stdout)
 
-    def test_bad_config_names_file_and_line_of_first_error(self):
+    def test_bad_config_names_file_and_line_of_every_error(self):
         conf = self.write("bad.conf", "[exec]\n; comment\nkill_grace_ms = soon\n"
                           "[limits]\nmax_connections = many\n")
         r = self.check(conf)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("%s:3:" % conf, r.stderr)
-        self.assertIn("kill_grace_ms", r.stderr)
-        self.assertNotIn(":5:", r.stderr)
+        self.assertIn("sandboxd: %s:3: [exec] kill_grace_ms" % conf, r.stderr)
+        self.assertIn("sandboxd: %s:5: [limits] max_connections" % conf, r.stderr)
+
+    def test_backend_sections_are_checked_by_the_backends(self):
+        # Each of these printed "configuration OK" and then stopped the daemon at start.
+        cases = (("[backend.modal]\nmode = sometimes\n", ":2: [backend.modal] mode"),
+                 ("[backend.modal]\ngateway_url = http://gw.example.com\n",
+                  ":2: [backend.modal] gateway_url = 'http://gw.example.com' is plain http"),
+                 ("[backend.docker]\n\nhost = bogus://x\n", ":3: [backend.docker] host"),
+                 ("[backend.docker]\nimage = x\nhots = unix:///x\n",
+                  ":3: unknown key 'hots' in section [backend.docker]"),
+                 ("[backend.local]\nimage = x\n",
+                  ":2: unknown key 'image' in section [backend.local]"))
+        for text, want in cases:
+            with self.subTest(text=text):
+                conf = self.write("bad.conf", text)
+                r = self.check(conf)
+                self.assertEqual(r.returncode, 1, r.stdout)
+                self.assertNotIn("configuration OK", r.stdout)
+                self.assertIn(conf + want, r.stderr)
+                # The daemon refuses the same file at start, with the same words.
+                st = os.path.join(self.tmp, "st")
+                d = subprocess.run([SANDBOXD, "--config", conf, "--socket",
+                                    os.path.join(self.tmp, "s.sock"), "--state-dir", st],
+                                   capture_output=True, text=True, timeout=30, env=clean_env())
+                self.assertEqual(d.returncode, 1, d.stderr)
+                self.assertIn(conf + want, d.stderr)
+        conf = self.write("all.conf", "[backend.modal]\nmode = sometimes\n[backend.docker]\n"
+                          "host = bogus://x\n")
+        r = self.check(conf)
+        self.assertIn(conf + ":2:", r.stderr)
+        self.assertIn(conf + ":4:", r.stderr)
 
     def test_unknown_key(self):
         conf = self.write("bad.conf", "[daemon]\n\n\nno_such_key = 1\n")

@@ -615,6 +615,46 @@ START_TEST(test_agent_config_errors)
 }
 END_TEST
 
+static void
+collect_cb(void *ctx, const char *key, const char *message)
+{
+        json_array_append_new(ctx, json_pack("[s?,s]", key, message));
+}
+
+/* validate reports every problem of a section with its key, and touches nothing. */
+START_TEST(test_validate_reports_every_problem)
+{
+        json_t *cfg = json_pack("{s:s,s:s,s:s,s:s,s:s}", "host", "bogus://x", "pids_limit", "many",
+                                "tls", "maybe", "agent_ping_ms", "-3", "hots", "unix:///x");
+        json_t *got = json_array();
+        static const char *const keys[] = {"host", "pids_limit", "tls", "agent_ping_ms", "hots"};
+
+        util_json_alloc_init();
+        ck_assert_ptr_nonnull(ops->validate);
+        ck_assert_int_eq(ops->validate(cfg, collect_cb, got), 5);
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                bool found = false;
+                size_t j;
+                json_t *v;
+                json_array_foreach(got, j, v)
+                {
+                        const char *k = json_string_value(json_array_get(v, 0));
+                        found |= k && !strcmp(k, keys[i]) &&
+                                 strstr(json_string_value(json_array_get(v, 1)), keys[i]);
+                }
+                ck_assert_msg(found, "no report for %s", keys[i]);
+        }
+        json_decref(got);
+        json_decref(cfg);
+        got = json_array();
+        cfg = json_pack("{s:s,s:s}", "host", "tcp://127.0.0.1:2375", "agent", "off");
+        ck_assert_int_eq(ops->validate(cfg, collect_cb, got), 0);
+        ck_assert_int_eq(json_array_size(got), 0);
+        json_decref(got);
+        json_decref(cfg);
+}
+END_TEST
+
 START_TEST(test_demux_interleaved)
 {
         backend_up(exec_mode(_i));
@@ -1517,6 +1557,7 @@ docker_suite(void)
         tcase_add_test(tc, test_swapped_bind_source_rejected);
         tcase_add_loop_test(tc, test_exec_mode_used, 0, 2);
         tcase_add_test(tc, test_agent_config_errors);
+        tcase_add_test(tc, test_validate_reports_every_problem);
         tcase_add_test(tc, test_agent_that_dies_fails_the_create);
         tcase_add_loop_test(tc, test_demux_interleaved, 0, 2);
         tcase_add_loop_test(tc, test_stdin_round_trip, 0, 2);

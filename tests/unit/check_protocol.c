@@ -303,6 +303,20 @@ START_TEST(test_config)
                 {"[backend.local]\nimage = x\n", ":2: unknown key 'image' in section "
                                                  "[backend.local]"},
                 {"[bogus]\nx = 1\n", ":2: unknown section [bogus]"},
+                /* Checked by the backend's own parser (issue 17 audit): */
+                {"[backend.modal]\nmode = sometimes\n", ":2: [backend.modal] mode = 'sometimes'"},
+                {"[backend.modal]\n\ngateway_url = http://gw.example.com\n",
+                 ":3: [backend.modal] gateway_url = 'http://gw.example.com' is plain http"},
+                {"[backend.docker]\nhost = bogus://x\n",
+                 ":2: [backend.docker] host = 'bogus://x' is not valid"},
+                {"[backend.docker]\ntls = maybe\n", ":2: [backend.docker] tls = 'maybe'"},
+                {"[backend.docker]\ndrain_grace_ms = 5\n", ":2: [backend.docker] drain_grace_ms "
+                                                           "is set by the daemon"},
+                {"[backend.ssh]\nhost = x\n", ":2: unknown key 'host' in section [backend.ssh]"},
+                {"[backend.singularity]\nnetwork = wifi\n", ":2: singularity network = 'wifi'"},
+                {"[backend.daytona]\n\nretries = 99\n", ":3: [backend.daytona] retries = '99'"},
+                {"[backend.daytona]\nstate_dir = /x\n", ":2: [backend.daytona] state_dir is set "
+                                                        "by the daemon"},
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 strcpy(path, "/tmp/check-conf-XXXXXX");
@@ -312,6 +326,20 @@ START_TEST(test_config)
                 sbx_error_clear(&err);
                 unlink(path);
         }
+        /* Every problem is reported, each with its line, not only the first. */
+        strcpy(path, "/tmp/check-conf-XXXXXX");
+        ck_assert_int_eq(write_conf(path, "[exec]\nkill_grace_ms = soon\n[backend.docker]\n"
+                                          "pids_limit = many\nhost = bogus://x\nfoo = 1\n"
+                                          "[backend.modal]\nmode = sometimes\n"),
+                         0);
+        ck_assert_int_lt(config_load(path, true, &c, &err), 0);
+        static const char *const all[] = {":2: [exec] kill_grace_ms", ":4: [backend.docker] pids",
+                                          ":5: [backend.docker] host", ":6: unknown key 'foo'",
+                                          ":8: [backend.modal] mode"};
+        for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+                ck_assert_msg(strstr(err.message, all[i]), "%s not in %s", all[i], err.message);
+        sbx_error_clear(&err);
+        unlink(path);
         strcpy(path, "/tmp/check-conf-XXXXXX");
         ck_assert_int_eq(write_conf(path, "[backend.docker]\nrecreate = Off\nagent = off\n"
                                           "pids_limit = 0\n[backend.local]\nask_isolated = ask\n"),
