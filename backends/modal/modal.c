@@ -571,9 +571,13 @@ modal_probe(void *ctx, backend_probe_cb cb)
 
 /* ---- create ---- */
 
+/* Creates and adopts in progress (cancel finds them by their ctx). */
+static struct list modal_creates = {&modal_creates, &modal_creates};
+
 static void
 modal_create_free(struct modal_create *c)
 {
+        list_del(&c->link);
         free(c->id);
         free(c->image);
         free(c->workdir);
@@ -622,9 +626,18 @@ modal_create_fail(struct modal_create *c, const char *what, const char *message)
                 sbx_error_backend(&c->err, "modal", "%s: %s", what, message);
 }
 
+/* A failed create's remote sandbox is terminated (or could not be: the answer says so). */
 static void
-modal_ignore_done(void *ctx, const struct sbx_error *err)
+modal_create_removed_cb(void *ctx, const struct sbx_error *err)
 {
+        struct modal_create *c = ctx;
+
+        if (err)
+                sbx_error_set(&c->err, c->err.code, json_incref(c->err.data),
+                              "%s (and the sandbox it made could not be terminated: %s)",
+                              c->err.message, err->message);
+        c->cb(c->ctx, NULL, NULL, &c->err);
+        modal_create_free(c);
 }
 
 static json_t *
@@ -652,11 +665,14 @@ modal_create_finish(struct modal_create *c)
         struct sandbox_info info = {0};
 
         if (c->err.code) {
+                /* What the create made goes before the answer: a create cancelled at shutdown
+                 * leaves nothing behind. */
+                if (sb && sb->remote_id && !c->adopting) {
+                        sb->mops->destroy(sb, c, modal_create_removed_cb);
+                        return;
+                }
                 c->cb(c->ctx, NULL, NULL, &c->err);
-                if (sb && sb->remote_id && !c->adopting)
-                        sb->mops->destroy(sb, NULL, modal_ignore_done);
-                else
-                        modal_sandbox_unref(sb);
+                modal_sandbox_unref(sb);
                 modal_create_free(c);
                 return;
         }
@@ -813,6 +829,10 @@ modal_create_decide(void *ctx)
         struct modal_creds cr;
         struct modal_choice ch;
 
+        if (c->cancelled) { /* while the gateway's readiness was checked */
+                modal_create_finish(c);
+                return;
+        }
         modal_read_creds(&cr);
         modal_decide(c->requested, &cr, &ch);
         if (ch.code == SBX_E_PARAMS) {
@@ -852,7 +872,31 @@ modal_create_new(const char *id, void *ctx, backend_progress_cb progress, backen
         c->progress = progress;
         c->cb = cb;
         c->deadline_ms = util_now_ms() + modal.create_timeout_s * 1000;
+        list_add_tail(&modal_creates, &c->link);
         return c;
+}
+
+/* Abandons the create or adopt of ctx: the mode stops what it waits for, and what it made is
+ * terminated before the create's cb (SBX_E_UNUSABLE {state: "cancelled"}). */
+static void
+modal_cancel(void *ctx)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &modal_creates)
+        {
+                struct modal_create *c = LIST_ENTRY(pos, struct modal_create, link);
+                if (c->ctx != ctx || c->cancelled)
+                        continue;
+                c->cancelled = true;
+                sbx_error_clear(&c->err);
+                sbx_error_set(&c->err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "cancelled"),
+                              "the %s of sandbox %s was cancelled",
+                              c->adopting ? "re-adoption" : "creation", c->id);
+                if (c->sb)
+                        c->sb->mops->cancel(c); /* may finish (free) c */
+                return;
+        }
 }
 
 static void
@@ -1079,6 +1123,7 @@ const struct backend_ops modal_backend_ops = {
         .validate = modal_validate,
         .probe = modal_probe,
         .create = modal_create,
+        .cancel = modal_cancel,
         .save = modal_save,
         .adopt = modal_adopt,
         .destroy = modal_destroy,

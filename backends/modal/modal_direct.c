@@ -296,13 +296,15 @@ direct_sandbox_cb(void *ctx, const struct grpc_status *st, const unsigned char *
         struct modal_create *c = ctx;
 
         c->rpc = NULL;
+        c->rpc_keep = false;
         if (st->code != GRPC_OK) {
                 direct_fail(c, "SandboxCreate", st);
                 return;
         }
         free(c->sb->remote_id);
         c->sb->remote_id = pb_get_string(msg, len, 1);
-        if (!c->sb->remote_id || !*c->sb->remote_id) {
+        if (!c->sb->remote_id || !*c->sb->remote_id || c->cancelled) {
+                /* Cancelled meanwhile: finishing terminates what the answer named. */
                 modal_create_fail(c, "SandboxCreate", "no sandbox id in the answer");
                 modal_create_finish(c);
                 return;
@@ -347,6 +349,7 @@ direct_sandbox(struct modal_create *c)
         pb_put_map_entry(&req, 4, "sandboxd.sandbox", c->sb->id);
         c->rpc = modal_api_unary(c->sb->api, "SandboxCreate", &req, DIRECT_CALL_MS,
                                  direct_sandbox_cb, c);
+        c->rpc_keep = true; /* a cancel waits for the id it answers, to terminate it */
         buf_free(&def);
         buf_free(&req);
 }
@@ -435,6 +438,18 @@ static void
 direct_create(struct modal_create *c)
 {
         direct_app(c, direct_image);
+}
+
+/* A call in flight is abandoned (an app, an image build, waiting for the task), except
+ * SandboxCreate; without one a helper exec runs: its end finishes c. */
+static void
+direct_cancel(struct modal_create *c)
+{
+        if (!c->rpc || c->rpc_keep)
+                return;
+        modal_rpc_cancel(c->rpc);
+        c->rpc = NULL;
+        modal_create_finish(c);
 }
 
 /* ---- save / adopt / destroy ---- */
@@ -684,6 +699,7 @@ const struct modal_mode_ops modal_direct_ops = {
         .name = "direct",
         .create = direct_create,
         .adopt = direct_adopt,
+        .cancel = direct_cancel,
         .save = direct_save,
         .destroy = direct_destroy,
         .exec_start = modal_dexec_start,

@@ -254,6 +254,7 @@ gw_created_cb(void *ctx, long status, json_t *body, const char *error)
         struct modal_create *c = ctx;
         const char *id = json_string_value(json_object_get(body, "id"));
 
+        c->gw_req = NULL;
         if (status < 200 || status > 299 || !id || !*id) {
                 gw_fail(c, "gateway sandbox create", status, body,
                         status == 200 ? "no sandbox id in the answer" : error);
@@ -306,7 +307,8 @@ gw_create(struct modal_create *c)
         c->sb->idem_key = xstrdup(key);
         c->sb->create_body = gw_create_body(c);
         c->progress(c->ctx, "remote", "creating the sandbox through the gateway", -1, -1);
-        gw_call("POST", "/v1/sandboxes", c->sb->create_body, key, GW_CALL_MS, gw_created_cb, c);
+        c->gw_req = gw_call("POST", "/v1/sandboxes", c->sb->create_body, key, GW_CALL_MS,
+                            gw_created_cb, c);
 }
 
 static json_t *
@@ -322,6 +324,8 @@ gw_adopted_cb(void *ctx, long status, json_t *body, const char *error)
         struct modal_create *c = ctx;
         const char *id = json_string_value(json_object_get(body, "id"));
         bool answered = status >= 200 && status <= 299;
+
+        c->gw_req = NULL;
 
         if (answered && id && !strcmp(id, c->sb->remote_id) && gw_status_is(body, "running")) {
                 modal_create_finish(c);
@@ -357,7 +361,38 @@ gw_adopt(struct modal_create *c)
         }
         c->sb->idem_key = xstrdup(key);
         c->sb->create_body = json_incref(body);
-        gw_call("POST", "/v1/sandboxes", body, key, GW_CALL_MS, gw_adopted_cb, c);
+        c->gw_req = gw_call("POST", "/v1/sandboxes", body, key, GW_CALL_MS, gw_adopted_cb, c);
+}
+
+/* The answer to the create repeated with its key: the sandbox the abandoned call made. */
+static void
+gw_found_cb(void *ctx, long status, json_t *body, const char *error)
+{
+        struct modal_create *c = ctx;
+        const char *id = json_string_value(json_object_get(body, "id"));
+
+        c->gw_req = NULL;
+        if (status >= 200 && status <= 299 && id && *id)
+                c->sb->remote_id = xstrdup(id);
+        modal_create_finish(c); /* terminates it */
+}
+
+/* The call in flight is abandoned. The create's may have reached the gateway already: the
+ * same idempotency key finds the sandbox it made, which finishing then terminates. Without a
+ * call a helper exec runs: its end finishes c. */
+static void
+gw_create_cancel(struct modal_create *c)
+{
+        if (!c->gw_req)
+                return;
+        gw_cancel(c->gw_req);
+        c->gw_req = NULL;
+        if (c->adopting || c->sb->remote_id) {
+                modal_create_finish(c);
+                return;
+        }
+        c->gw_req = gw_call("POST", "/v1/sandboxes", c->sb->create_body, c->sb->idem_key,
+                            GW_CALL_MS, gw_found_cb, c);
 }
 
 static void
@@ -874,6 +909,7 @@ const struct modal_mode_ops modal_managed_ops = {
         .name = "managed",
         .create = gw_create,
         .adopt = gw_adopt,
+        .cancel = gw_create_cancel,
         .save = gw_save,
         .destroy = gw_destroy,
         .exec_start = gx_exec_start,

@@ -75,7 +75,10 @@ struct backend_sandbox {
 
 /* A sandbox create or adopt in progress, shared by both modes. Everything of the spec it
  * needs is copied (the spec is borrowed only for the create call). */
+struct gw_call;
+
 struct modal_create {
+        struct list link; /* in modal.c's creates in progress, for cancel */
         struct backend_sandbox *sb;
         void *ctx;
         backend_progress_cb progress;
@@ -91,6 +94,11 @@ struct modal_create {
         /* direct: what the steps found */
         char *environment, *builder_version, *image_id, *last_entry;
         struct modal_rpc *rpc;
+        bool rpc_keep; /* rpc's answer names what a cancel must terminate: wait for it */
+        /* managed: the gateway call in flight */
+        struct gw_call *gw_req;
+        /* cancel: c->err says so; the mode abandons what it waits for, or its next step ends */
+        bool cancelled;
         struct sbx_error err;
 };
 
@@ -103,6 +111,9 @@ struct modal_mode_ops {
         const char *name;
         void (*create)(struct modal_create *c);
         void (*adopt)(struct modal_create *c);
+        /* c->cancelled was just set: abandon the call in flight and finish c, or (a call whose
+         * answer names a remote sandbox, a helper exec) let its end finish c. */
+        void (*cancel)(struct modal_create *c);
         json_t *(*save)(struct backend_sandbox *sb);
         void (*destroy)(struct backend_sandbox *sb, void *ctx, backend_done_cb cb);
         int (*exec_start)(struct backend_sandbox *sb, const struct exec_spec *spec,
@@ -125,7 +136,8 @@ extern const struct modal_mode_ops modal_managed_ops;
 struct backend_sandbox *modal_sandbox_new(const char *id, enum modal_mode mode);
 void modal_sandbox_ref(struct backend_sandbox *sb);
 void modal_sandbox_unref(struct backend_sandbox *sb);
-/* Ends a create/adopt: success when c->err is unset. Frees c. */
+/* Ends a create/adopt: success when c->err is unset; otherwise a remote sandbox the create
+ * made is terminated first, then cb. Frees c. */
 void modal_create_finish(struct modal_create *c);
 /* A destroy in progress, in either mode. */
 struct modal_done {

@@ -447,6 +447,79 @@ class ModalDirect(unittest.TestCase):
         self.assertFalse(st["running"])
 
 
+class ModalCancel(unittest.TestCase):
+    """A create abandoned mid-way (its client gone, or SIGTERM) leaves nothing on the provider:
+    each fake answers the create late (create_delay_s) after its sandbox exists, so the
+    daemon must find and terminate what it has not been told about yet."""
+
+    def setUp(self):
+        self.fake = FakeModal()
+        self.gw = FakeGateway()
+        self.env = Env()
+        self.d = Daemon(gateway_config(self.env, self.gw), env=direct_env(self.env, self.fake))
+
+    def tearDown(self):
+        if self.d.proc.poll() is None:
+            self.d.stop()
+        self.fake.stop()
+        self.gw.stop()
+        self.env.close()
+
+    def live(self, mode):
+        if mode == "direct":
+            return [s["id"] for s in self.fake.state()["sandboxes"] if s["running"]]
+        return [s["id"] for s in self.gw.state()["sandboxes"] if s["status"] == "running"]
+
+    def until(self, cond, what):
+        deadline = time.monotonic() + 60
+        while not cond():
+            if time.monotonic() > deadline:
+                raise AssertionError("never: %s; log:\n%s" % (what, self.d.read_log()))
+            time.sleep(0.05)
+
+    def start_create(self, mode, delay_s):
+        (self.fake if mode == "direct" else self.gw).control(create_delay_s=delay_s)
+        c = self.d.client()
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": {"backend": "modal", "name": "slow", "modal": {"mode": mode}}})
+        self.until(lambda: self.live(mode), "the provider has the sandbox")
+        return c
+
+    def check_disconnect(self, mode, delay_s):
+        c = self.start_create(mode, delay_s)
+        c.close()
+        self.until(lambda: not self.live(mode), "the abandoned sandbox is terminated")
+        self.until(lambda: "cancelling" in self.d.read_log(), "the daemon says why")
+        probe = self.d.client()
+        # The create ends once the terminate is answered (the fake shows it a moment before).
+        self.until(lambda: probe.call("sandbox.list")["sandboxes"] == [], "the create ends")
+        probe.close()
+        self.d.stop()
+        self.assertEqual(self.live(mode), [])
+
+    def check_sigterm(self, mode, delay_s):
+        c = self.start_create(mode, delay_s)
+        log = self.d.stop()
+        c.close()
+        # The daemon has exited: what it made is gone already, not only "later".
+        self.assertEqual(self.live(mode), [], log)
+        self.assertIn("cancelling its creation (shutting down)", log)
+
+    def test_client_gone_during_a_direct_create(self):
+        self.check_disconnect("direct", 2)
+
+    def test_client_gone_during_a_managed_create(self):
+        # The gateway's answer would come after the test's whole budget: the daemon abandons
+        # the call and finds the sandbox by the create's idempotency key.
+        self.check_disconnect("managed", 600)
+
+    def test_sigterm_during_a_direct_create(self):
+        self.check_sigterm("direct", 2)
+
+    def test_sigterm_during_a_managed_create(self):
+        self.check_sigterm("managed", 600)
+
+
 class ModalRestart(unittest.TestCase):
     """Records: a restart re-adopts direct and managed sandboxes; orphans (tagged with this
     daemon's instance, no record) are terminated at start."""

@@ -39,6 +39,7 @@ INJECTIONS = {
     "poll_errors": 0,      # N: the next N exec polls fail with HTTP 502
     "drop_polls": 0,       # N: the next N exec polls get the connection closed, no answer
     "echo_secrets": False, # a 401 repeats the token it was sent: the client must redact it
+    "create_delay_s": 0,   # a new sandbox exists at once, its create answers this much later
 }
 
 TERMINAL = ("completed", "failed", "cancelled", "timeout")
@@ -205,6 +206,7 @@ def handler_class(gw):
                 gw.sandboxes[sid] = {"status": "running", "create": body, "root": root,
                                      "cwd": cwd, "execs": {}, "files": set()}
                 gw.keys[key] = sid
+            time.sleep(gw.ctl.get("create_delay_s"))
             self.reply(200, {"id": sid, "status": "running"})
 
         def exec_start(self, body, sid):

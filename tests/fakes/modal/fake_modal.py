@@ -44,6 +44,7 @@ INJECTIONS = {
     "image_build_error": "",      # the build fails with this exception text
     "task_id_pending": 0,         # N: the next N SandboxGetTaskId answer without a task id
     "unavailable": {},            # {method: N}: the next N calls of method fail UNAVAILABLE
+    "create_delay_s": 0,          # a new sandbox exists at once, SandboxCreate answers later
     "list_page": 2,               # SandboxList page size (paging is by before_timestamp)
     "echo_secrets": False,        # error messages repeat the credentials they were sent (a
                                   # careless server): the client must redact them
@@ -213,6 +214,7 @@ class Fake:
             self.sandboxes[sid] = Sandbox(sid, req.app_id, req.definition, req.tags)
             if key:
                 self.idempotent[key] = sid
+        time.sleep(self.ctl.get("create_delay_s"))
         return api.SandboxCreateResponse(sandbox_id=sid)
 
     def sandbox(self, context, sid):
