@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -564,6 +565,99 @@ class DockerNoRecreate(DockerDaemonTest):
             time.sleep(0.05)
         self.assertEqual(state, "removed")
         self.assertIsNone(inspect("sandboxd-" + sb["id"]))
+
+
+class EndlessRegistry:
+    """A registry on 127.0.0.1 whose every answer is a body that never ends (a space now and
+    then): a pull from it lasts until whoever pulls gives up, so a create stays in its pull
+    phase until the daemon cancels it."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.connected = threading.Event()
+        self.stopping = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        # dockerd tries TLS first; a plain answer makes it fall back to HTTP (127.0.0.0/8 is
+        # an insecure registry by default), which gets the same endless answer.
+        try:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Docker-Distribution-API-Version: registry/2.0\r\n"
+                         b"Content-Length: 1000000000\r\n\r\n")
+            self.connected.set()
+            while not self.stopping.wait(0.2):
+                conn.sendall(b" ")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stopping.set()
+        self.sock.close()
+
+
+class DockerCancel(unittest.TestCase):
+    """The daemon cancels a create whose client is gone, or at SIGTERM: nothing is left."""
+
+    def setUp(self):
+        require_docker()
+        self.reg = EndlessRegistry()
+        self.d = Daemon(config())
+        self.state = self.d.state
+
+    def tearDown(self):
+        if self.d.proc.poll() is None:
+            self.d.stop()
+        self.reg.close()
+        remove_instance_containers(self.state)
+
+    def start_create(self):
+        c = self.d.client()
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": {"backend": "docker", "name": "slow",
+                           "image": "127.0.0.1:%d/sandboxd-test/slow:latest" % self.reg.port}})
+        # dockerd is pulling for this create now (and would be until the test gives up).
+        self.assertTrue(self.reg.connected.wait(60), self.d.read_log())
+        return c
+
+    def containers(self):
+        return docker("ps", "-aq", "--filter",
+                      "label=sandboxd.instance=%s" % self.state).stdout.split()
+
+    def test_client_gone_during_a_pull(self):
+        c = self.start_create()
+        c.close()
+        probe = self.d.client()
+        deadline = time.monotonic() + 60
+        # The cancelled create ends (while the pull would still hang): nothing is listed.
+        while "cancelling" not in self.d.read_log() or probe.call("sandbox.list")["sandboxes"]:
+            self.assertLess(time.monotonic(), deadline, self.d.read_log())
+            time.sleep(0.05)
+        probe.close()
+        log = self.d.stop()
+        self.assertIn("its client disconnected while it was being created: cancelling", log)
+        self.assertEqual(self.containers(), [])
+
+    def test_sigterm_during_a_pull(self):
+        c = self.start_create()
+        log = self.d.stop()
+        c.close()
+        self.assertIn("cancelling its creation (shutting down)", log)
+        self.assertEqual(self.containers(), [])
 
 
 class RestartTest(unittest.TestCase):
