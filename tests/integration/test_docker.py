@@ -886,16 +886,24 @@ class DockerResume(RestartTest):
         d = self.start()
         try:
             c = d.client()
-            c.call("sandbox.create", {"backend": "docker", "name": "r"}, timeout=120)
+            cid = c.call("sandbox.create", {"backend": "docker", "name": "r"},
+                         timeout=120)["details"]["container_id"]
             bg = c.call("exec", {"sandbox": "r", "command": NUMBERED % (6000, 3),
                                  "background": True})["exec_id"]
-            # One that ends while the daemon is down; its real status must come back.
-            quick = c.call("exec", {"sandbox": "r", "command": "sleep 0.5; echo finished; "
-                                    "exit 5", "background": True})["exec_id"]
+            # One that ends while the daemon is down (it waits for /tmp/go, made only after
+            # the kill); its real status must come back.
+            quick = c.call("exec", {"sandbox": "r", "command": "until [ -e /tmp/go ]; do "
+                                    "sleep 0.05; done; echo finished; touch /tmp/gone; exit 5",
+                                    "background": True})["exec_id"]
             self.wait_output(c, bg, 2000)
             d.proc.kill()
         finally:
             d.stop(expect=-9)
+        docker("exec", cid, "touch", "/tmp/go")
+        deadline = time.monotonic() + 60
+        while docker("exec", cid, "test", "-e", "/tmp/gone", check=False).returncode:
+            self.assertLess(time.monotonic(), deadline, "the quick exec never ended")
+            time.sleep(0.05)
         d = self.start()
         try:
             c = d.client()

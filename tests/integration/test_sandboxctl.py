@@ -249,6 +249,30 @@ class CtlTest(unittest.TestCase):
         r = self.ok("wait", eid)
         self.assertEqual(r.stdout, b"exit 0\n")
 
+    def test_logs_follow_shows_both_streams(self):
+        # logs -f is already following when the exec writes anything (it waits on a fifo):
+        # stdout goes to stdout, stderr to stderr, both live, until the exec ends.
+        gate = os.path.join(self.tmp, "gate-%d" % os.getpid())
+        os.mkfifo(gate)
+        self.addCleanup(os.unlink, gate)
+        eid = self.ok("exec", "--background", "--",
+                      "cat %s >/dev/null; echo o1; echo e1 >&2; echo o2; echo e2 >&2; exit 3"
+                      % gate).stdout.decode().strip()
+        logs = subprocess.Popen([CTL, "logs", "-f", eid], env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the exec's cat has the fifo open once a writer can open it
+            try:
+                os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))  # its EOF lets it go on
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline, "the exec never read the gate")
+                time.sleep(0.02)
+        out, err = logs.communicate(timeout=TIMEOUT)
+        self.assertEqual((out, err, logs.returncode), (b"o1\no2\n", b"e1\ne2\n", 0))
+        w = self.ctl("wait", eid)
+        self.assertEqual((w.stdout, w.returncode), (b"exit 3\n", 3))
+
     def test_logs_stderr(self):
         eid = self.ok("exec", "--background", "--", "echo o; echo e >&2").stdout.decode().strip()
         self.ok("wait", eid)
