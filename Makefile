@@ -112,6 +112,8 @@ $(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protoc
 
 # check_agent and check_session drive the built agent.
 $(B)/tests/check_agent $(B)/tests/check_session: | $(AGENT)
+# check_agent_oom tests the agent's cgroup counters (libc only) in-process.
+$(B)/tests/check_agent_oom: $(B)/backends/agent/prog/oom.o
 
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)

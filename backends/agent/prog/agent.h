@@ -10,6 +10,7 @@
 #define SANDBOXD_AGENT_PROG_H
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <limits.h>
 #include <poll.h>
@@ -159,8 +160,13 @@ uint32_t agent_tree_signal(const pid_t *sids, size_t nsids, int sig);
 uint32_t agent_sid_signal(pid_t sid, int sig);
 uint32_t agent_tree_track(pid_t sid, struct agent_pids *seen, int sig);
 int agent_pid_cmp(const void *a, const void *b);
-/* The oom_kill counter file of pid's memory cgroup (new string), or NULL. */
+/* oom.c. The oom_kill counter file of pid's memory cgroup (new string), or NULL. */
 char *agent_cgroup_events(pid_t pid);
+/* The same below root (a cgroup2 or v1 mount point) instead of /sys/fs/cgroup. */
+char *agent_cgroup_events_at(const char *root, pid_t pid);
+/* The memory cgroup in a /proc/PID/cgroup text (modified): into path, *v1 set for cgroup v1's
+ * memory controller; 0, or -1 when there is none. */
+int agent_cgroup_parse(char *text, char *path, size_t n, int *v1);
 /* The oom_kill count in path (0 when unreadable). */
 uint64_t agent_oom_count(const char *path);
 

@@ -1,5 +1,5 @@
 /* tree.c — process trees from /proc (a session and everything descended from it, so a child
- * that called setsid is caught through its parent) and the cgroup oom_kill counters. */
+ * that called setsid is caught through its parent). The cgroup oom_kill counters: oom.c. */
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -175,89 +175,4 @@ uint32_t
 agent_sid_signal(pid_t sid, int sig)
 {
         return agent_sid_ok(sid) ? agent_tree_signal(&sid, 1, sig) : 0;
-}
-
-/* The memory cgroup of pid from /proc/PID/cgroup: v2 ("0::/path") or v1's memory controller. */
-static int
-tree_cgroup_of(pid_t pid, char *path, size_t n, int *v1)
-{
-        char file[64], buf[4096], *line, *save = NULL;
-        ssize_t r;
-        int fd;
-
-        snprintf(file, sizeof(file), "/proc/%d/cgroup", (int) pid);
-        fd = open(file, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        r = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (r <= 0)
-                return -1;
-        buf[r] = 0;
-        *v1 = 0;
-        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-                if (!c2)
-                        continue;
-                *c2 = 0;
-                if (c1[1] == 0) {
-                        snprintf(path, n, "%s", c2 + 1); /* v2 */
-                } else if (strstr(c1 + 1, "memory")) {
-                        snprintf(path, n, "%s", c2 + 1); /* v1 (or hybrid): it counts OOMs */
-                        *v1 = 1;
-                        return 0;
-                }
-        }
-        return path[0] ? 0 : -1;
-}
-
-/* The file whose oom_kill line counts pid's cgroup's OOM kills; the container's (or host's)
- * root when the cgroup is not visible here (outside our cgroup namespace). */
-char *
-agent_cgroup_events(pid_t pid)
-{
-        static const char *const root[] = {"/sys/fs/cgroup/memory.events",
-                                           "/sys/fs/cgroup/memory/memory.oom_control"};
-        char cg[PATH_MAX] = "", file[PATH_MAX + 64];
-        struct stat st;
-        int v1 = 0;
-
-        if (tree_cgroup_of(pid, cg, sizeof(cg), &v1) == 0 && !strstr(cg, "..")) {
-                snprintf(file, sizeof(file),
-                         v1 ? "/sys/fs/cgroup/memory%s/memory.oom_control"
-                            : "/sys/fs/cgroup%s/memory.events",
-                         strcmp(cg, "/") == 0 ? "" : cg);
-                if (stat(file, &st) == 0)
-                        return strdup(file);
-        }
-        for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++)
-                if (stat(root[i], &st) == 0)
-                        return strdup(root[i]);
-        return NULL;
-}
-
-/* The oom_kill count in a memory.events / memory.oom_control file. */
-uint64_t
-agent_oom_count(const char *path)
-{
-        char buf[4096];
-        const char *p = buf;
-        ssize_t n;
-        int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return 0;
-        buf[n] = 0;
-        while (p && *p) {
-                if (strncmp(p, "oom_kill ", 9) == 0)
-                        return strtoull(p + 9, NULL, 10);
-                p = strchr(p, '\n');
-                if (p)
-                        p++;
-        }
-        return 0;
 }
