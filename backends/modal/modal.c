@@ -347,6 +347,8 @@ modal_shutdown(void)
         if (!modal.initialised)
                 return;
         modal.initialised = false;
+        /* Execs with a record run on for the next daemon: nobody is told they ended. */
+        modal_dexec_detach_all();
         /* Calls in flight end now with an error, so whoever waits is told and frees. */
         modal_rpc_shutdown();
         modal_gateway_shutdown();
@@ -1061,8 +1063,36 @@ modal_exec_release(struct backend_proc *bp)
                 p->mops->exec_release(p);
 }
 
-/* No save: a modal exec does not outlive the daemon. */
+/* Direct-mode execs outlive the daemon (the router keeps them); managed ones do not. */
+static json_t *
+modal_exec_save(struct backend_proc *bp)
+{
+        struct modal_proc *p = (struct modal_proc *) bp;
+
+        return p->mops->exec_save ? p->mops->exec_save(p) : NULL;
+}
+
+static int
+modal_exec_adopt(struct backend_sandbox *bsb, const struct exec_spec *spec, json_t *record,
+                 const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                 struct backend_proc **ret, struct sbx_error *err)
+{
+        struct modal_proc *p = NULL;
+        int r;
+
+        if (bsb->gone || !bsb->mops->exec_adopt) {
+                sbx_error_backend(err, "modal", "%s execs do not outlive the daemon",
+                                  bsb->mops->name);
+                return -ENOTSUP;
+        }
+        r = bsb->mops->exec_adopt(bsb, spec, record, offsets, cbs, ctx, &p, err);
+        if (r == 0)
+                *ret = &p->head;
+        return r;
+}
+
 const struct backend_proc_ops modal_proc_ops = {
+        .save = modal_exec_save,
         .write = modal_exec_write,
         .signal = modal_exec_signal,
         .kill = modal_exec_kill,
@@ -1128,6 +1158,7 @@ const struct backend_ops modal_backend_ops = {
         .adopt = modal_adopt,
         .destroy = modal_destroy,
         .exec_start = modal_exec_start,
+        .exec_adopt = modal_exec_adopt,
         .file_read = modal_file_read,
         .file_write = modal_file_write,
         .reap_orphans = modal_reap,

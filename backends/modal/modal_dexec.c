@@ -37,6 +37,7 @@ struct dx_stream {
 
 struct dx {
         struct modal_proc base;
+        struct list link; /* user execs, for the detach at shutdown */
         int refs;
         char *pidfile;
         char *cwd; /* the workdir asked for, NULL: the sandbox's own */
@@ -48,6 +49,9 @@ struct dx {
         uv_timer_t timer; /* wait retries, then the drain after the exit */
         bool timer_init;
         bool started, exited, done, released, paused;
+        bool saved;   /* a record of it exists: it outlives the daemon */
+        bool adopted; /* taken back after a restart */
+        bool lost;    /* ... and then not found */
         int code, sig, signalled;
         struct buf in;
         uint64_t in_off;
@@ -61,11 +65,15 @@ static void dx_stream_open(struct dx_stream *s);
 static void dx_wait(struct dx *x);
 static void dx_flush_stdin(struct dx *x);
 
+/* User execs alive (their link is in the list from start or adopt until freed). */
+static struct list dx_all = {&dx_all, &dx_all};
+
 static void
 dx_unref(struct dx *x)
 {
         if (--x->refs > 0)
                 return;
+        list_del(&x->link);
         modal_proc_clear(&x->base);
         free(x->pidfile);
         free(x->cwd);
@@ -251,6 +259,10 @@ dx_wait_end(void *ctx, const struct grpc_status *st, const unsigned char *msg, s
                                 *(f.num == 1 ? &code : &sig) = (int) (int32_t) f.varint;
                 }
                 dx_exited(x, code, sig);
+        } else if (x->adopted && st->code == GRPC_NOT_FOUND) {
+                x->lost = true; /* the router no longer knows the exec we took back */
+                x->s[0].eof = x->s[1].eof = true;
+                dx_exited(x, 0, SIGKILL);
         } else if (st->code == GRPC_NOT_FOUND || st->code == GRPC_FAILED_PRECONDITION) {
                 x->base.sb->gone = true; /* the task ended, and the exec with it */
                 dx_exited(x, 0, SIGKILL);
@@ -281,14 +293,17 @@ dx_deliver_exit(struct dx *x)
 {
         bool by_us = !x->sig && x->code > 128 && x->code < 128 + 65 && x->signalled;
 
-        modal_proc_exit(&x->base, by_us ? 0 : x->code, by_us ? x->code - 128 : x->sig);
+        if (x->lost)
+                modal_proc_lost(&x->base, "the exec is unknown to the sandbox's command router "
+                                          "after the daemon restarted");
+        else
+                modal_proc_exit(&x->base, by_us ? 0 : x->code, by_us ? x->code - 128 : x->sig);
 }
 
+/* Stops every call and timer of x (nothing of it runs on after this). */
 static void
-dx_finish(struct dx *x)
+dx_stop(struct dx *x)
 {
-        if (x->done)
-                return;
         x->done = true;
         for (int i = 0; i < 2; i++) {
                 modal_rpc_cancel(x->s[i].rpc);
@@ -300,6 +315,14 @@ dx_finish(struct dx *x)
         modal_rpc_cancel(x->in_rpc);
         x->start_rpc = x->wait_rpc = x->in_rpc = NULL;
         dx_timer_close(x, &x->timer, &x->timer_init);
+}
+
+static void
+dx_finish(struct dx *x)
+{
+        if (x->done)
+                return;
+        dx_stop(x);
         if (x->state_fd)
                 modal_sfilter_end(&x->base.sf, dx_out_cb, &x->s[x->state_fd - 1]);
         if (x->base.helper)
@@ -387,6 +410,7 @@ dx_new(struct backend_sandbox *sb, const char *id_prefix)
         util_random_hex(rnd, 16);
         modal_proc_init(&x->base, sb, &modal_direct_ops, xasprintf("%s-%s", id_prefix, rnd));
         x->refs = 1;
+        list_init(&x->link);
         for (int i = 0; i < 2; i++) {
                 x->s[i].x = x;
                 x->s[i].fd = i + 1;
@@ -417,6 +441,7 @@ modal_dexec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
                                x->state_fd ? x->state_fd : 2);
         x->refs++; /* the daemon's, until exec_release */
         x->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
+        list_add_tail(&dx_all, &x->link);
         dx_start(x, argv, spec->envp, spec->cwd ? spec->cwd : sb->workdir);
         shell_argv_free(argv);
         *ret = &x->base;
@@ -601,5 +626,95 @@ modal_dexec_release(struct modal_proc *p)
         if (x->released)
                 return;
         x->released = true;
+        if (!x->done && x->saved) { /* shutdown: it runs on, for the next daemon */
+                dx_stop(x);
+                dx_unref(x); /* the engine's */
+        }
         dx_unref(x);
+}
+
+/* What exec_adopt needs to take a user exec back: the router's exec id and how its output
+ * is read (new), or NULL for a helper. */
+json_t *
+modal_dexec_save(struct modal_proc *p)
+{
+        struct dx *x = (struct dx *) p;
+
+        if (p->helper || x->done)
+                return NULL;
+        x->saved = true;
+        return json_pack("{s:s,s:s,s:b,s:i}", "exec", p->exec_id, "marker", p->sf.marker + 4,
+                         "merge", x->merge, "state_fd", x->state_fd);
+}
+
+static bool
+dx_record_ok(const char *id, const char *marker, json_int_t state_fd)
+{
+        static const char hex[] = "0123456789abcdef";
+        size_t n = id ? strlen(id) : 0;
+
+        return n && n <= 128 &&
+               strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+                       n &&
+               marker && strlen(marker) == MODAL_MARKER_LEN - 4 &&
+               strspn(marker, hex) == MODAL_MARKER_LEN - 4 && state_fd >= 0 && state_fd <= 2;
+}
+
+/* Takes back a user exec a previous daemon started: output from the daemon's offsets (the
+ * router keeps it whole), then its real exit. Where its stdin stood is not known: no more
+ * writes are taken. */
+int
+modal_dexec_adopt(struct backend_sandbox *sb, const struct exec_spec *spec, json_t *record,
+                  const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                  struct modal_proc **ret, struct sbx_error *err)
+{
+        const char *id = json_string_value(json_object_get(record, "exec"));
+        const char *marker = json_string_value(json_object_get(record, "marker"));
+        json_int_t state_fd = json_integer_value(json_object_get(record, "state_fd"));
+        struct dx *x;
+
+        if (!dx_record_ok(id, marker, state_fd) || !sb->router) {
+                sbx_error_backend(err, "modal", "%s",
+                                  sb->router ? "malformed exec record" : "the sandbox has no task");
+                return -EINVAL;
+        }
+        x = dx_new(sb, "p");
+        free(x->base.exec_id);
+        x->base.exec_id = xstrdup(id);
+        memcpy(x->base.sf.marker + 4, marker, MODAL_MARKER_LEN - 4);
+        x->base.cbs = *cbs;
+        x->base.ctx = ctx;
+        x->merge = json_is_true(json_object_get(record, "merge"));
+        x->state_fd = (int) state_fd;
+        x->s[1].eof = x->merge;
+        x->pidfile = xasprintf(MODAL_STATE_DIR "/%s.pid", id);
+        x->eof_wanted = x->eof_sent = true;
+        x->started = x->adopted = x->saved = true;
+        for (int i = 0; i < 2; i++)
+                x->s[i].offset = offsets[i];
+        x->refs++; /* the daemon's */
+        list_add_tail(&dx_all, &x->link);
+        dx_stream_open(&x->s[0]);
+        if (!x->s[1].eof)
+                dx_stream_open(&x->s[1]);
+        dx_wait(x);
+        *ret = &x->base;
+        return 0;
+}
+
+/* Daemon shutdown: execs with a record stop being followed (they run on, for the next
+ * daemon) before the calls in flight are failed. */
+void
+modal_dexec_detach_all(void)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &dx_all)
+        {
+                struct dx *x = LIST_ENTRY(pos, struct dx, link);
+                if (x->saved && !x->done) {
+                        dx_stop(x);
+                        dx_unref(x); /* the engine's */
+                }
+        }
 }

@@ -709,5 +709,7 @@ const struct modal_mode_ops modal_direct_ops = {
         .exec_pause = modal_dexec_pause,
         .exec_resume = modal_dexec_resume,
         .exec_release = modal_dexec_release,
+        .exec_save = modal_dexec_save,
+        .exec_adopt = modal_dexec_adopt,
         .helper = modal_dexec_helper,
 };

@@ -212,6 +212,16 @@ modal_proc_exit(struct modal_proc *p, int exit_code, int sig)
         p->cbs.on_exit(p->ctx, &ex);
 }
 
+/* Ends a user exec whose end is not known. */
+void
+modal_proc_lost(struct modal_proc *p, const char *why)
+{
+        struct exec_exit ex = {0};
+
+        ex.lost = why;
+        p->cbs.on_exit(p->ctx, &ex);
+}
+
 /* Ends a helper. */
 void
 modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out, size_t len)

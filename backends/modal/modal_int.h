@@ -125,6 +125,11 @@ struct modal_mode_ops {
         void (*exec_pause)(struct modal_proc *p);
         void (*exec_resume)(struct modal_proc *p);
         void (*exec_release)(struct modal_proc *p);
+        /* What exec_adopt takes back (new), or NULL; both NULL: execs end with the daemon. */
+        json_t *(*exec_save)(struct modal_proc *p);
+        int (*exec_adopt)(struct backend_sandbox *sb, const struct exec_spec *spec, json_t *record,
+                          const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                          struct modal_proc **ret, struct sbx_error *err);
         void (*helper)(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                        void *ctx, modal_helper_cb cb);
 };
@@ -177,6 +182,12 @@ void modal_dexec_kill(struct modal_proc *p, unsigned grace_ms, void *ctx, backen
 void modal_dexec_pause(struct modal_proc *p);
 void modal_dexec_resume(struct modal_proc *p);
 void modal_dexec_release(struct modal_proc *p);
+json_t *modal_dexec_save(struct modal_proc *p);
+int modal_dexec_adopt(struct backend_sandbox *sb, const struct exec_spec *spec, json_t *record,
+                      const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                      struct modal_proc **ret, struct sbx_error *err);
+/* Daemon shutdown: execs with a record are no longer followed (they run on). */
+void modal_dexec_detach_all(void);
 void modal_dexec_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                         void *ctx, modal_helper_cb cb);
 
@@ -242,6 +253,8 @@ void modal_proc_clear(struct modal_proc *p);
 void modal_proc_output(struct modal_proc *p, enum backend_stream s, const char *data, size_t len);
 /* The end of a user exec: on_exit with the in-band state and p->fail. */
 void modal_proc_exit(struct modal_proc *p, int exit_code, int sig);
+/* The end of a user exec that was lost track of (exec_exit.lost = why, static). */
+void modal_proc_lost(struct modal_proc *p, const char *why);
 /* The end of a helper: hcb with its output (or p->fail). */
 void modal_proc_helper_end(struct modal_proc *p, int exit_code, const char *out, size_t len);
 

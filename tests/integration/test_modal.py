@@ -580,6 +580,42 @@ class ModalRestart(unittest.TestCase):
         self.assertIn("modal: removed 1 orphan sandbox of this daemon", log)
         self.assertEqual(log.count("re-adopted"), 2, log)
 
+    def test_direct_exec_outlives_a_restart(self):
+        """A direct-mode exec runs on while the daemon restarts; the next daemon takes it back
+        from where its output stopped (nothing lost or repeated) and reports its real exit.
+        It waits for a gate (a file on this machine, where the fake runs commands) opened
+        only while no daemon runs."""
+        gate = os.path.join(self.state, "gate")
+        d = self.start()
+        try:
+            c = d.client()
+            c.call("sandbox.create", {"backend": "modal", "name": "x",
+                                      "modal": {"mode": "direct"}}, timeout=60)
+            eid = c.call("exec", {"sandbox": "x", "background": True, "command":
+                                  "echo before; echo err1 >&2; until [ -e %s ]; do sleep 0.05;"
+                                  " done; echo after; echo err2 >&2; exit 4" % gate})["exec_id"]
+            deadline = time.monotonic() + 60
+            while c.call("process.read", {"exec_id": eid})["data"] != "before\n":
+                self.assertLess(time.monotonic(), deadline, "no output before the restart")
+                time.sleep(0.05)
+            c.close()
+        finally:
+            log = d.stop()
+        with open(gate, "w"):
+            pass
+        d = self.start()
+        try:
+            c = d.client()
+            w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 60000}, timeout=90)
+            self.assertEqual((w["state"], w["exit_code"]), ("exited", 4), w)
+            out = c.call("process.read", {"exec_id": eid})
+            err = c.call("process.read", {"exec_id": eid, "stream": "stderr"})
+            self.assertEqual((out["data"], err["data"]), ("before\nafter\n", "err1\nerr2\n"))
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertIn("taken back", log)
+
 
 class ModalManaged(unittest.TestCase):
     """Managed mode: the full lifecycle against the gateway fake."""
