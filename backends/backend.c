@@ -125,3 +125,13 @@ backend_config_known(json_t *config, const char *backend, const char *const *key
         }
         return n;
 }
+
+/* Keeps the first problem reported to init. */
+void
+backend_config_first_error(void *ctx, const char *key, const char *message)
+{
+        struct sbx_error *err = ctx;
+
+        if (!err->code)
+                sbx_error_param(err, key ? key : "config", "%s", message);
+}

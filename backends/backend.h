@@ -353,6 +353,9 @@ const struct backend_ops *const *backend_all(void);
  * nor one every section may hold (BACKEND_COMMON_KEYS); returns how many. */
 int backend_config_known(json_t *config, const char *backend, const char *const *keys,
                          backend_config_report_fn report, void *ctx);
+/* A backend_config_report_fn for init (ctx: its struct sbx_error *): keeps the first problem,
+ * as a -32602 error whose param is the key. */
+void backend_config_first_error(void *ctx, const char *key, const char *message);
 /* Keys of every [backend.NAME] section: ask_isolated (read by the daemon), and those the daemon
  * adds for init (see backend_ops.init; a file may set instance only where the backend lists
  * it). */

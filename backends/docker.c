@@ -365,16 +365,6 @@ docker_events_update(void)
 
 /* ---- configuration (docker_config.c) ---- */
 
-/* Keeps the first problem for init's error (validate reported them all already). */
-static void
-docker_init_report_cb(void *ctx, const char *key, const char *message)
-{
-        struct sbx_error *err = ctx;
-
-        if (!err->code)
-                sbx_error_param(err, key ? key : "docker", "%s", message);
-}
-
 static int
 docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
@@ -384,7 +374,7 @@ docker_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         memset(&docker, 0, sizeof(docker));
         list_init(&docker.sandboxes);
         docker.loop = loop;
-        if (docker_config_parse(config, &docker, docker_init_report_cb, err) > 0)
+        if (docker_config_parse(config, &docker, backend_config_first_error, err) > 0)
                 return -EINVAL;
         docker.http = http_multi_acquire(loop);
         docker.initialised = true;

@@ -524,16 +524,6 @@ daytona_validate(json_t *config, backend_config_report_fn report, void *ctx)
         return n;
 }
 
-/* Keeps the first problem for init's error (validate reported them all already). */
-static void
-daytona_init_report_cb(void *ctx, const char *key, const char *message)
-{
-        struct sbx_error *err = ctx;
-
-        if (!err->code)
-                sbx_error_param(err, key ? key : "daytona", "%s", message);
-}
-
 static int
 daytona_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
@@ -548,8 +538,9 @@ daytona_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         file = json_string_value(json_object_get(config, "api_key_file"));
         if (file && *file)
                 cred = daytona_cred_file(file);
-        rc = daytona_config_parse(&daytona, config, cred, daytona_init_report_cb, err) > 0 ? -EINVAL
-                                                                                           : 0;
+        rc = daytona_config_parse(&daytona, config, cred, backend_config_first_error, err) > 0
+                     ? -EINVAL
+                     : 0;
         if (rc == 0 && !daytona.key_reason)
                 daytona_credentials(config, cred);
         json_decref(cred);

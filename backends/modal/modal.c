@@ -288,16 +288,6 @@ modal_free_config(struct modal_state *m)
         json_decref(m->app_ids);
 }
 
-/* Keeps the first problem for init's error (validate reported them all already). */
-static void
-modal_init_report_cb(void *ctx, const char *key, const char *message)
-{
-        struct sbx_error *err = ctx;
-
-        if (!err->code)
-                sbx_error_param(err, key ? key : "modal", "%s", message);
-}
-
 /* backend_ops.validate: the parse into a scratch state. */
 static int
 modal_validate(json_t *config, backend_config_report_fn report, void *ctx)
@@ -321,7 +311,7 @@ modal_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         list_init(&modal.sandboxes);
         list_init(&modal.gw_waiters);
         modal.loop = loop;
-        if (modal_config(&modal, config, modal_init_report_cb, err) > 0) {
+        if (modal_config(&modal, config, backend_config_first_error, err) > 0) {
                 modal_free_config(&modal);
                 memset(&modal, 0, sizeof(modal));
                 return -EINVAL;

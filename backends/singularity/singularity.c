@@ -332,16 +332,6 @@ sing_validate(json_t *config, backend_config_report_fn report, void *ctx)
         return n;
 }
 
-/* Keeps the first problem for init's error (validate reported them all already). */
-static void
-sing_init_report_cb(void *ctx, const char *key, const char *message)
-{
-        struct sbx_error *err = ctx;
-
-        if (!err->code)
-                sbx_error_param(err, key ? key : "singularity", "%s", message);
-}
-
 static int
 sing_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
 {
@@ -353,7 +343,7 @@ sing_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         list_init(&sing.sandboxes);
         sing.loop = loop;
         cfg_identity(config);
-        if (sing_config_parse(config, &sing, sing_init_report_cb, err) > 0 ||
+        if (sing_config_parse(config, &sing, backend_config_first_error, err) > 0 ||
             cfg_scratch(config, err) < 0)
                 return -EINVAL;
         build_env();
