@@ -1,5 +1,6 @@
-/* local.c — the local backend: processes on the host, as the caller, each in its own session,
- * with per-sandbox cgroups where the machine allows and rlimits otherwise. */
+/* local_exec.c — execs of host sandboxes (isolation "none"): one process tree leader per exec,
+ * in its own session, with pipes or a pty, killed by process group; reaped by local.c's SIGCHLD
+ * handler (local_exec_reaped). */
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,9 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/backend.h"
 #include "backends/cgroup.h"
-#include "backends/local_int.h"
+#include "backends/local/local_int.h"
 #include "backends/shell_init.h"
 #include "backends/spawn.h"
 #include "protocol/list.h"
@@ -23,14 +23,6 @@
 
 #define LOCAL_READ_BUF     (256 * 1024)
 #define LOCAL_KILL_POLL_MS 20
-
-struct backend_sandbox {
-        char *workdir;
-        struct cgroup *cg;
-        struct spawn_limits limits;
-        bool use_limits;
-        struct backend_identity who;
-};
 
 struct local_pipe {
         uv_pipe_t h;
@@ -75,9 +67,7 @@ struct local_proc {
 };
 
 static uv_loop_t *local_loop;
-static uv_signal_t local_sigchld;
 static struct list local_procs = {&local_procs, &local_procs};
-static json_t *local_cgroup_info;
 static uint64_t local_drain_ms = 250;
 
 static void local_try_finish(struct local_proc *p);
@@ -110,172 +100,33 @@ local_close_pipe(struct local_pipe *lp)
         lp->p->nopen--;
 }
 
-static void
-local_sigchld_cb(uv_signal_t *s, int signum)
+/* A child reaped by the SIGCHLD handler: true when it was an exec's leader (then handled). */
+bool
+local_exec_reaped(pid_t pid, int status)
 {
-        int status;
-        pid_t pid;
+        struct list *pos, *tmp;
 
-        /* We are a child subreaper: reap everything, including orphaned grandchildren. */
-        while ((pid = spawn_reap_other(&status)) > 0) {
-                struct list *pos, *tmp;
-                LIST_FOREACH_SAFE(pos, tmp, &local_procs)
-                {
-                        struct local_proc *p = LIST_ENTRY(pos, struct local_proc, node);
-                        if (p->pid != pid)
-                                continue;
-                        p->exited = true;
-                        p->status = status;
-                        list_del(&p->node);
-                        local_try_finish(p);
-                        pid = 0;
-                        break;
-                }
-                if (pid)
-                        local_file_reaped(pid, status);
+        LIST_FOREACH_SAFE(pos, tmp, &local_procs)
+        {
+                struct local_proc *p = LIST_ENTRY(pos, struct local_proc, node);
+                if (p->pid != pid)
+                        continue;
+                p->exited = true;
+                p->status = status;
+                list_del(&p->node);
+                local_try_finish(p);
+                return true;
         }
+        return false;
 }
 
-static int
-local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
+/* Sets up host execs: the loop and the drain grace after a leader's exit. */
+void
+local_exec_init(uv_loop_t *loop, uint64_t drain_ms)
 {
-        const char *drain = json_string_value(json_object_get(config, "drain_grace_ms"));
-        const char *ft = json_string_value(json_object_get(config, "file_timeout_ms"));
-
         local_loop = loop;
-        if (drain)
-                local_drain_ms = strtoull(drain, NULL, 10);
-        local_file_init(loop, ft ? strtoull(ft, NULL, 10) : 0);
-        uv_signal_init(loop, &local_sigchld);
-        uv_signal_start(&local_sigchld, local_sigchld_cb, SIGCHLD);
-        uv_unref((uv_handle_t *) &local_sigchld);
-        local_cgroup_info = cgroup_probe();
-        return 0;
+        local_drain_ms = drain_ms;
 }
-
-static void
-local_shutdown(void)
-{
-        local_file_shutdown();
-        uv_close((uv_handle_t *) &local_sigchld, NULL);
-        json_decref(local_cgroup_info);
-        local_cgroup_info = NULL;
-}
-
-static void
-local_probe(void *ctx, backend_probe_cb cb)
-{
-        json_t *d = json_pack("{s:O,s:b}", "cgroups",
-                              local_cgroup_info ? local_cgroup_info : json_null(), "runs_as_caller",
-                              geteuid() == 0);
-
-        cb(ctx, true, NULL, NULL, d);
-}
-
-static int
-local_check_spec(const struct sandbox_spec *spec, struct sbx_error *err)
-{
-        if (spec->network && strcmp(spec->network, "host")) {
-                sbx_error_param(err, "network",
-                                "invalid params: the local backend cannot restrict the network "
-                                "(network \"%s\"); use backend \"docker\" for isolation",
-                                spec->network);
-                return -1;
-        }
-        if (json_array_size(spec->mounts)) {
-                sbx_error_param(err, "mounts",
-                                "invalid params: the local backend has no mounts: it sees the "
-                                "host's files directly; use backend \"docker\"");
-                return -1;
-        }
-        if (spec->image) {
-                sbx_error_param(err, "image",
-                                "invalid params: the local backend runs on the host and takes "
-                                "no image; use backend \"docker\"");
-                return -1;
-        }
-        return 0;
-}
-
-static void
-local_limits(struct backend_sandbox *b, const struct sandbox_spec *spec, json_t *enforced)
-{
-        const struct backend_resources *r = &spec->res;
-
-        /* What the cgroup could not enforce falls back to an rlimit where one exists. */
-        if (r->memory_mb && !json_is_string(json_object_get(enforced, "memory_mb"))) {
-                b->limits.as_bytes = (uint64_t) r->memory_mb << 20;
-                b->use_limits = true;
-                json_object_set_new(enforced, "memory_mb", json_string("rlimit"));
-        }
-        if (r->pids && !json_is_string(json_object_get(enforced, "pids"))) {
-                b->limits.nproc = (uint64_t) r->pids;
-                b->use_limits = true;
-                json_object_set_new(enforced, "pids", json_string("rlimit-per-uid"));
-        }
-        if (r->cpus && !json_object_get(enforced, "cpus"))
-                json_object_set_new(enforced, "cpus", json_null());
-        if (r->disk_mb)
-                json_object_set_new(enforced, "disk_mb", json_null());
-}
-
-static void
-local_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
-             backend_create_cb cb)
-{
-        struct backend_sandbox *b;
-        struct sbx_error err = {0};
-        struct sandbox_info info = {0};
-        json_t *enforced = NULL;
-        const char *wd = spec->workdir ? spec->workdir : spec->owner->home;
-        struct stat st;
-
-        if (local_check_spec(spec, &err) < 0)
-                goto fail;
-        /* Accounts such as nobody have no home: start in "/" rather than fail. */
-        if (!spec->workdir && (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)))
-                wd = "/";
-        if (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                sbx_error_param(&err, "workdir", "invalid params: workdir '%s' is not a directory",
-                                wd ? wd : "(none)");
-                goto fail;
-        }
-        b = xcalloc(1, sizeof(*b));
-        b->workdir = xstrdup(wd);
-        b->who = *spec->owner;
-        b->who.groups = xcalloc(spec->owner->ngroups + 1, sizeof(gid_t));
-        memcpy(b->who.groups, spec->owner->groups, spec->owner->ngroups * sizeof(gid_t));
-        b->who.user = spec->owner->user ? xstrdup(spec->owner->user) : NULL;
-        b->who.home = spec->owner->home ? xstrdup(spec->owner->home) : NULL;
-        if (spec->res.memory_mb || spec->res.pids || spec->res.cpus)
-                b->cg = cgroup_create(spec->id, &spec->res, &enforced);
-        if (!enforced)
-                enforced = json_object();
-        local_limits(b, spec, enforced);
-        info.workdir = b->workdir;
-        info.host_access = true;
-        info.enforced = enforced;
-        cb(ctx, b, &info, NULL);
-        json_decref(enforced);
-        return;
-fail:
-        cb(ctx, NULL, NULL, &err);
-        sbx_error_clear(&err);
-}
-
-static void
-local_destroy(struct backend_sandbox *b, void *ctx, backend_done_cb cb)
-{
-        cgroup_destroy(b->cg);
-        free(b->workdir);
-        free(b->who.groups);
-        free((char *) b->who.user);
-        free((char *) b->who.home);
-        free(b);
-        cb(ctx, NULL);
-}
-
-/* ---- exec ---- */
 
 static void
 local_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -455,7 +306,8 @@ local_drain_close_cb(uv_handle_t *h)
         local_proc_unref(h->data);
 }
 
-static int
+/* Starts an exec on the host (backend_ops.exec_start of a host sandbox). */
+int
 local_exec_start(struct backend_sandbox *b, const struct exec_spec *spec,
                  const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
                  struct sbx_error *err)
@@ -650,15 +502,6 @@ local_exec_release(struct backend_proc *bp)
         local_proc_unref(p);
 }
 
-/* ---- files (local_file.c) ---- */
-
-/* The identity file ops run as. */
-const struct backend_identity *
-local_identity(struct backend_sandbox *b)
-{
-        return geteuid() == 0 ? &b->who : NULL;
-}
-
 static const struct backend_proc_ops local_proc_ops = {
         .write = local_exec_write,
         .signal = local_exec_signal,
@@ -667,17 +510,4 @@ static const struct backend_proc_ops local_proc_ops = {
         .resume = local_exec_resume,
         .resize = local_exec_resize,
         .release = local_exec_release,
-};
-
-const struct backend_ops local_backend_ops = {
-        .name = "local",
-        .caps = BACKEND_CAP_HOST | BACKEND_CAP_EXACT_ENV,
-        .init = local_init,
-        .probe = local_probe,
-        .create = local_create,
-        .destroy = local_destroy,
-        .exec_start = local_exec_start,
-        .file_read = local_file_read,
-        .file_write = local_file_write,
-        .shutdown = local_shutdown,
 };

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/local_int.h"
+#include "backends/local/local_int.h"
 #include "backends/spawn.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
