@@ -77,17 +77,21 @@ SANDBOXCTL := $(B)/sandboxctl
 # containers of any distribution; see backends/agent/proto.h).
 AGENT     := $(B)/sandboxd-agent
 AGENT_SRC := $(sort $(wildcard backends/agent/prog/*.c)) protocol/sha256.c
+# The set-up stage of an isolated local sandbox, run in its new namespaces before the agent:
+# static, libc only, never sanitized (backends/local/init/nsinit.h).
+NSBOX     := $(B)/sandboxd-nsbox
+NSBOX_SRC := $(sort $(wildcard backends/local/init/*.c))
 
 ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) \
              $(BENCH_HELPER_SRC) daemon/main.c \
-             $(AGENT_SRC)
+             $(AGENT_SRC) $(NSBOX_SRC)
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h tests/fakes/*.c \
              tests/oracle/*.c fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
         clean fuzz
 
-BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL)) $(AGENT)
+BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL)) $(AGENT) $(NSBOX)
 
 all: $(BINS)
 
@@ -109,6 +113,10 @@ $(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protoc
 		backends/shell_init.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(AGENT_SRC)
+
+$(NSBOX): $(NSBOX_SRC) backends/local/init/nsinit.h backends/local/init/nsinit_int.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(NSBOX_SRC)
 
 # check_agent and check_session drive the built agent.
 $(B)/tests/check_agent $(B)/tests/check_session: | $(AGENT)
@@ -141,11 +149,13 @@ install: $(BINS) install-data
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/sandboxd
 	install -m 0755 $(SANDBOXD) $(DESTDIR)$(SBINDIR)/sandboxd
 	install -m 0755 $(AGENT) $(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-agent
+	install -m 0755 $(NSBOX) $(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-nsbox
 	$(if $(CLIENT_SRC),install -m 0755 $(SANDBOXCTL) $(DESTDIR)$(BINDIR)/sandboxctl)
 
 uninstall: uninstall-data
 	rm -f $(DESTDIR)$(SBINDIR)/sandboxd $(DESTDIR)$(BINDIR)/sandboxctl \
-		$(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-agent
+		$(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-agent \
+		$(DESTDIR)$(LIBEXECDIR)/sandboxd/sandboxd-nsbox
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/sandboxd 2>/dev/null
 
 UNIT_SED  := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \

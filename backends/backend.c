@@ -58,6 +58,13 @@ backend_key_listed(const char *const *keys, const char *key)
         return false;
 }
 
+/* A sandbox's caps. */
+unsigned
+backend_caps(const struct backend_ops *ops, json_t *spec)
+{
+        return ops->spec_caps ? ops->spec_caps(spec) : ops->caps;
+}
+
 /* Finds a backend by name. */
 const struct backend_ops *
 backend_lookup(const char *name)

@@ -29,6 +29,8 @@
  *                             sandbox as host access, the host's shell and state directory
  *                             are used for `command` execs;
  *   caps & BACKEND_CAP_EXACT_ENV  the exec's environment is the daemon's whole answer;
+ *   spec_caps                 the caps of one sandbox, when they depend on its spec (local:
+ *                             `isolation: "none"` has BACKEND_CAP_HOST, "namespaces" not);
  *   save / adopt              the sandbox outlives the daemon (recorded in sandboxes.json);
  *   exec_adopt                its execs do too: a restarted daemon takes them back;
  *   inspect_spec              facts the policy needs before it judges a spec (docker: named
@@ -124,6 +126,11 @@ struct sandbox_info {
          * the backend's; NULL: BACKEND_RUNTIME_DIR). Not used for BACKEND_CAP_HOST backends
          * (the host state directory). */
         const char *runtime_dir;
+        /* The isolation in force, shown in the sandbox object (borrowed; NULL: none shown). */
+        const char *isolation;
+        /* adopt made the sandbox anew (what ran in it is gone): the sandbox object says
+         * sandbox_recreated: true. */
+        bool recreated;
 };
 
 /* The default runtime directory inside a sandbox (see sandbox_info.runtime_dir). */
@@ -266,14 +273,18 @@ typedef void (*backend_config_report_fn)(void *ctx, const char *key, const char 
 struct backend_ops {
         const char *name;
         unsigned caps; /* enum backend_caps */
+        /* The caps of a sandbox made from spec (sandbox.create params, borrowed; NULL: the
+         * default sandbox's), when they depend on it. NULL: caps. See backend_caps(). */
+        unsigned (*spec_caps)(json_t *spec);
 
         /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
          * may be empty), to which the daemon adds "instance" (its state directory, unless the
          * section sets one), "drain_grace_ms" ([exec] drain_grace_ms), "file_timeout_ms"
-         * (the bound of a file op), "state_dir" (the daemon's state directory) and
-         * "config_file" (the configuration file's path, when there is one: who may read a
-         * secret in it). Unknown keys are refused, as validate refuses them. Fails only for
-         * configuration errors (the first one, in err). */
+         * (the bound of a file op), "state_dir" (the daemon's state directory), "daemon_socket"
+         * (its socket: what local hides from its commands, with state_dir) and "config_file"
+         * (the configuration file's path, when there is one: who may read a secret in it).
+         * Unknown keys are refused, as validate refuses them. Fails only for configuration
+         * errors (the first one, in err). */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Checks a [backend.NAME] section (object of strings, borrowed; the file's keys, without
          * those the daemon adds) as init would parse it, with no side effect: nothing is kept,
@@ -344,6 +355,9 @@ struct backend_ops {
          * adoptable execs are left running). May be NULL. */
         void (*shutdown)(void);
 };
+
+/* The caps of a sandbox of ops made from spec (spec_caps, else caps). */
+unsigned backend_caps(const struct backend_ops *ops, json_t *spec);
 
 /* Registry (backend.c). Names in protocol order. */
 const struct backend_ops *backend_lookup(const char *name);

@@ -110,8 +110,8 @@ child_fail(int report, int stage, int e, int index)
 /* Default dispositions for every signal; the mask stays fully blocked until exec. glibc
  * refuses to touch its internal signals (32, 33), which an ancestor may have set to SIG_IGN
  * (ignored dispositions survive exec), so those go through the raw system call. */
-static void
-child_reset_signals(void)
+void
+spawn_child_reset_signals(void)
 {
         struct {
                 void (*handler)(int);
@@ -348,7 +348,7 @@ spawn_child(struct spawn_plan *shared)
         struct spawn_plan plan = *shared, *p = &plan;
         int stage, e;
 
-        child_reset_signals();
+        spawn_child_reset_signals();
         if (setsid() < 0)
                 child_fail(p->report, STAGE_SETSID, errno, -1);
         child_join_cgroups(p);
@@ -732,6 +732,13 @@ spawn_launch(struct spawn_plan *p, struct spawn_fds *f, struct spawn_result *res
         return 0;
 }
 
+/* The soft RLIMIT_NOFILE children start with, 0 when it is left as inherited. */
+uint64_t
+spawn_child_nofile_soft(void)
+{
+        return spawn_child_nofile == RLIM_INFINITY ? 0 : (uint64_t) spawn_child_nofile;
+}
+
 /* Sets the soft RLIMIT_NOFILE every later child starts with. */
 void
 spawn_set_child_nofile(uint64_t soft)
@@ -802,7 +809,7 @@ spawn_fork_as_child(const struct backend_identity *who, bool set, int (*fn)(void
 {
         int stage, e;
 
-        child_reset_signals();
+        spawn_child_reset_signals();
         if (set && (e = child_identity(who, &stage)) != 0)
                 child_fail(report, stage, e, -1);
         if (chdir("/") < 0)

@@ -67,6 +67,11 @@ int spawn_start(const struct spawn_opts *o, struct spawn_result *res, struct sbx
  * inherited soft limit is higher: the daemon raises its own soft limit to the hard one at
  * start and gives the original back to the commands it runs. Call before the first spawn. */
 void spawn_set_child_nofile(uint64_t soft);
+/* That soft limit, 0 when none was set. */
+uint64_t spawn_child_nofile_soft(void);
+/* Default dispositions for every signal (the mask is left as it is), for other children of
+ * the daemon that set themselves up before an exec (nsbox.c). Async-signal-safe. */
+void spawn_child_reset_signals(void);
 
 #define SPAWN_MAX_KEEP 4
 

@@ -391,6 +391,8 @@ main_init_backends(struct sbx_error *err)
                 /* Where a backend may keep files of its own (singularity: its scratch
                  * fallback); set by the daemon, never by the section. */
                 json_object_set_new(cfg, "state_dir", json_string(g.state_dir));
+                /* The socket, for backends that hide it from their sandboxes. */
+                json_object_set_new(cfg, "daemon_socket", json_string(g.socket_path));
                 r = (*b)->init(g.loop, cfg, err);
                 json_decref(cfg);
                 if (r < 0) {

@@ -304,7 +304,7 @@ check_preview(const struct check_args *a, const struct backend_identity *who,
         const char *backend = a->backend ? a->backend : g.config->default_backend;
         const struct backend_ops *ops = backend_lookup(backend);
         /* An unknown backend is judged as the host: the strictest reading. */
-        bool host = !ops || (ops->caps & BACKEND_CAP_HOST);
+        bool host = !ops || (backend_caps(ops, NULL) & BACKEND_CAP_HOST);
         /* a host backend's sandbox: the caller's environment, home and cwd */
         bool local = host && ops != NULL;
 

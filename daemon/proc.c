@@ -1236,7 +1236,7 @@ proc_policy_ctx(struct sandbox *sb, const char *cwd, json_t *exec_env, struct po
         ctx->home = sb->who.home;
         ctx->env = *env;
         /* on the host the exec gets exactly this environment; an image adds its own */
-        ctx->env_complete = (sb->ops->caps & BACKEND_CAP_EXACT_ENV) != 0;
+        ctx->env_complete = (sb->caps & BACKEND_CAP_EXACT_ENV) != 0;
         ctx->request_env = exec_env;
         ctx->protected_paths = g.protected_paths;
         ctx->workspace = sb->workdir;

@@ -121,6 +121,7 @@ sandbox_unref(struct sandbox *sb)
         free(sb->image);
         free(sb->state_dir);
         free(sb->runtime_dir);
+        free(sb->isolation);
         free(sb->link_reason);
         free(sb->cwd);
         free(sb);
@@ -201,6 +202,10 @@ sandbox_json(const struct sandbox *sb, bool reused)
                             sb->enforced ? json_incref(sb->enforced) : json_object());
         if (sb->details)
                 json_object_set(o, "details", sb->details);
+        if (sb->isolation)
+                json_object_set_new(o, "isolation", json_string(sb->isolation));
+        if (sb->recreated)
+                json_object_set_new(o, "sandbox_recreated", json_true());
         if (sb->state == SANDBOX_READY && sb->link && sb->link_reason)
                 json_object_set_new(o, "state_reason", json_string(sb->link_reason));
         if (sb->timeout_s)
@@ -364,6 +369,9 @@ sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_
         sb->details = info->details ? json_incref(info->details) : NULL;
         free(sb->runtime_dir);
         sb->runtime_dir = info->runtime_dir ? xstrdup(info->runtime_dir) : NULL;
+        free(sb->isolation);
+        sb->isolation = info->isolation ? xstrdup(info->isolation) : NULL;
+        sb->recreated = info->recreated;
         sb->link = NULL;
         if (sb->recreating) {
                 /* A new container: the shell it had is gone with the old one. */
@@ -662,6 +670,7 @@ sandbox_alloc(json_t *params, const struct backend_ops *ops)
 
         sb->refs = 1; /* the registry's */
         sb->ops = ops;
+        sb->caps = backend_caps(ops, params);
         sb->state = SANDBOX_CREATING;
         sb->spec = sandbox_spec_of(params, ops);
         sb->env = env ? json_deep_copy(env) : json_object();

@@ -32,6 +32,7 @@ struct sandbox {
         uid_t owner;
         struct backend_identity who; /* owner identity for the backend (groups owned) */
         const struct backend_ops *ops;
+        unsigned caps; /* of this sandbox (backend_caps of its spec) */
         struct backend_sandbox *bsb;
         enum sandbox_state state;
         json_t *spec;     /* the create params as given (owned) */
@@ -43,6 +44,8 @@ struct sandbox {
         char *image;
         char *state_dir;
         char *runtime_dir; /* inside, for shell-state files (sandbox_info); NULL on the host */
+        char *isolation;   /* shown in the sandbox object (sandbox_info); may be NULL */
+        bool recreated;    /* made anew at a re-adoption (sandbox_info) */
         bool host_access;
         uint64_t created_wall_ms;
         uint64_t last_activity_ms; /* monotonic */

@@ -32,8 +32,9 @@ sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const
         memset(ctx, 0, sizeof(*ctx));
         ctx->backend = backend;
         ops = backend ? backend_lookup(backend) : NULL;
-        /* Not for an unknown backend: host access would make the workdir a workspace below. */
-        ctx->host_access = ops && (ops->caps & BACKEND_CAP_HOST);
+        /* Not for an unknown backend: host access would make the workdir a workspace below.
+         * The sandbox's own caps: a local one has host access only with isolation "none". */
+        ctx->host_access = ops && (backend_caps(ops, spec) & BACKEND_CAP_HOST);
         ctx->home = home;
         ctx->protected_paths = g.protected_paths;
         /* The workdir is a host path only for the local backend; in a container it is the

@@ -26,7 +26,7 @@ static bool shellstate_root_tried; /* it is made on the first local command exec
 static bool
 shellstate_local(const struct sandbox *sb)
 {
-        return (sb->ops->caps & BACKEND_CAP_HOST) != 0;
+        return (sb->caps & BACKEND_CAP_HOST) != 0;
 }
 
 static char *

@@ -206,6 +206,23 @@ spec_singularity(struct cjudge *j, json_t *sec)
         }
 }
 
+/* local: {isolation: "namespaces" | "none"}; "none" runs on the host itself. */
+static void
+spec_local(struct cjudge *j, json_t *sec)
+{
+        static const char *const names[] = {"isolation", NULL};
+        static const unsigned types[] = {J_STR};
+        const char *iso;
+
+        if (!sec || !cj_object_ok(j, "local", sec, names, types))
+                return;
+        iso = json_string_value(json_object_get(sec, "isolation"));
+        if (iso && strcmp(iso, "namespaces") && strcmp(iso, "none"))
+                cj_invalid(j, "local.isolation", "'%s' is not \"namespaces\" or \"none\"", iso);
+        else if (iso && !strcmp(iso, "none"))
+                j->ev->host_access = true;
+}
+
 /* Judges a sandbox.create-shaped spec (the CLI translation included). */
 void
 container_judge(struct cjudge *j, json_t *spec)
@@ -214,7 +231,7 @@ container_judge(struct cjudge *j, json_t *spec)
 
         if (!backend && j->ev->ctx)
                 backend = j->ev->ctx->backend;
-        if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
+        if (backend && !strcmp(backend, "singularity"))
                 j->ev->host_access = true;
         /* Keys are exact (JSON-RPC params), unlike Docker's: "Mounts" is not "mounts". */
         const char *k;
@@ -225,13 +242,14 @@ container_judge(struct cjudge *j, json_t *spec)
         mount_protocol(j, "mounts", json_object_get(spec, "mounts"));
         spec_docker(j, json_object_get(spec, "docker"));
         spec_singularity(j, json_object_get(spec, "singularity"));
+        spec_local(j, json_object_get(spec, "local"));
 }
 
 const char *const policy_sandbox_keys[] = {
         "backend", "name", "image", "workdir", "env", "labels", "network", "resources", "mounts",
         "timeout_s", "idle_timeout_s",
         /* policy_sandbox_sections */
-        "docker", "ssh", "singularity", "modal", "daytona", NULL};
+        "local", "docker", "ssh", "singularity", "modal", "daytona", NULL};
 const char *const *const policy_sandbox_sections = policy_sandbox_keys + 11;
 
 /* Judges a sandbox.create-shaped spec; findings go to unit. */

@@ -171,7 +171,8 @@ policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, json_t
         const char *backend = json_string_value(json_object_get(spec, "backend"));
         if (!backend && ctx && ctx->backend)
                 backend = ctx->backend;
-        if (backend && (!strcmp(backend, "local") || !strcmp(backend, "singularity")))
+        /* Local sandboxes: the caller's ctx says (their caps depend on their isolation). */
+        if (backend && !strcmp(backend, "singularity"))
                 ev.host_access = true;
         if (json_is_object(spec)) {
                 /* the sandbox's env is the start of every exec's environment */

@@ -29,26 +29,34 @@ agent_locate_file(const char *path)
 /* Next to the daemon's binary (the build tree), PREFIX/libexec/sandboxd for the PREFIX the
  * daemon runs from, then SANDBOXD_LIBEXECDIR. */
 char *
-agent_locate(char **looked)
+agent_locate_named(const char *name, char **looked)
 {
-        char self[PATH_MAX], *near = NULL, *found = NULL, *rel = NULL;
+        char self[PATH_MAX], *near = NULL, *found = NULL, *rel = NULL, *dflt;
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
         if (n > 0) {
                 self[n] = '\0';
                 *strrchr(self, '/') = '\0';
-                near = xasprintf("%s/sandboxd-agent", self);
+                near = xasprintf("%s/%s", self, name);
                 found = agent_locate_file(near);
-                rel = xasprintf("%s/../libexec/sandboxd/sandboxd-agent", self);
+                rel = xasprintf("%s/../libexec/sandboxd/%s", self, name);
                 if (!found)
                         found = agent_locate_file(rel);
         }
+        dflt = xasprintf("%s/%s", SANDBOXD_LIBEXECDIR, name);
         if (!found)
-                found = agent_locate_file(SANDBOXD_LIBEXECDIR "/sandboxd-agent");
+                found = agent_locate_file(dflt);
         if (looked)
                 *looked = xasprintf("next to sandboxd, in %s or in " SANDBOXD_LIBEXECDIR,
                                     rel ? rel : "../libexec/sandboxd");
+        free(dflt);
         free(near);
         free(rel);
         return found;
+}
+
+char *
+agent_locate(char **looked)
+{
+        return agent_locate_named("sandboxd-agent", looked);
 }

@@ -66,6 +66,8 @@ void agent_transport_unix(uv_loop_t *loop, const char *path, void *ctx, agent_co
  * PREFIX/libexec/sandboxd of the daemon's PREFIX, in SANDBOXD_LIBEXECDIR; *looked (new, may be
  * NULL) says where, for messages. */
 char *agent_locate(char **looked);
+/* The same for another of the daemon's helper programs (local: sandboxd-nsbox). */
+char *agent_locate_named(const char *name, char **looked);
 /* path as an executable regular file (new realpath), or NULL. */
 char *agent_locate_file(const char *path);
 

@@ -1,22 +1,61 @@
-/* local.c — the local backend: processes on the host, as the caller, each in its own session,
- * with per-sandbox cgroups where the machine allows and rlimits otherwise. This file: the
- * backend's ops and its sandboxes; local_exec.c: execs; local_file.c: file.read/file.write. */
+/* local.c — the local backend: commands as the caller on this machine, either isolated in
+ * namespaces of their own (isolation "namespaces", the default where the kernel allows it:
+ * nsbox.h) or directly on the host (isolation "none"), with per-sandbox cgroups where the
+ * machine allows and rlimits otherwise (docs/backends/local.md).
+ *
+ * This file: the ops and the sandboxes; local_exec.c: execs on the host; local_file.c:
+ * file.read/file.write (in an isolated sandbox's own view); nsbox*.c and init/: the isolation.
+ * An isolated sandbox's execs go through its agent's session (backends/agent/).
+ */
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/agent/session.h"
 #include "backends/backend.h"
 #include "backends/cgroup.h"
 #include "backends/local/local_int.h"
+#include "backends/local/nsbox.h"
 #include "backends/spawn.h"
+#include "protocol/list.h"
 #include "protocol/util.h"
 
-static uv_signal_t local_sigchld;
-static json_t *local_cgroup_info;
+enum local_iso { LOCAL_NONE, LOCAL_NAMESPACES };
+
+static const char *const local_iso_names[] = {
+        [LOCAL_NONE] = "none", [LOCAL_NAMESPACES] = "namespaces"};
+
+static struct {
+        uv_loop_t *loop;
+        uv_signal_t sigchld;
+        json_t *cgroup_info;
+        enum local_iso def; /* [backend.local] isolation */
+        bool fallback;      /* [backend.local] isolation_fallback = none */
+        struct list all;    /* struct local_sb */
+} local = {.all = {&local.all, &local.all}};
+
+/* A sandbox with its place in local.all (freed at shutdown when the daemon kept it). */
+struct local_sb {
+        struct list node;
+        struct list execs; /* struct local_nsexec not ended yet (isolated) */
+        struct backend_sandbox b;
+};
+
+/* A create (or an adopt, which makes the sandbox anew) waiting for its namespaces. */
+struct local_create {
+        struct backend_sandbox *b;
+        void *ctx;
+        backend_create_cb cb;
+        json_t *enforced;
+        const struct backend_upcalls *up;
+        void *up_ctx;
+        bool recreated;
+};
 
 static void
 local_sigchld_cb(uv_signal_t *s, int signum)
@@ -26,8 +65,45 @@ local_sigchld_cb(uv_signal_t *s, int signum)
 
         /* We are a child subreaper: reap everything, including orphaned grandchildren. */
         while ((pid = spawn_reap_other(&status)) > 0)
-                if (!local_exec_reaped(pid, status))
+                if (!nsbox_reaped(pid, status) && !local_exec_reaped(pid, status))
                         local_file_reaped(pid, status);
+}
+
+static int
+local_iso_parse(const char *v, enum local_iso *out)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(local_iso_names); i++) {
+                if (v && !strcmp(v, local_iso_names[i])) {
+                        *out = (enum local_iso) i;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+static int
+local_cfg_isolation(json_t *config, struct sbx_error *err)
+{
+        const char *iso = json_string_value(json_object_get(config, "isolation"));
+        const char *fb = json_string_value(json_object_get(config, "isolation_fallback"));
+
+        local.def = LOCAL_NONE; /* not yet "namespaces": docs/backends/local.md */
+        if (iso && local_iso_parse(iso, &local.def) < 0) {
+                sbx_error_param(err, "isolation",
+                                "[backend.local] isolation = '%s' is not valid: expected "
+                                "namespaces or none",
+                                iso);
+                return -1;
+        }
+        if (fb && strcmp(fb, "none") && strcmp(fb, "off")) {
+                sbx_error_param(err, "isolation_fallback",
+                                "[backend.local] isolation_fallback = '%s' is not valid: expected "
+                                "none or off",
+                                fb);
+                return -1;
+        }
+        local.fallback = fb && !strcmp(fb, "none");
+        return 0;
 }
 
 static int
@@ -36,48 +112,110 @@ local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         const char *drain = json_string_value(json_object_get(config, "drain_grace_ms"));
         const char *ft = json_string_value(json_object_get(config, "file_timeout_ms"));
 
+        if (local_cfg_isolation(config, err) < 0 || nsbox_init(loop, config, err) < 0)
+                return -1;
+        local.loop = loop;
         local_exec_init(loop, drain ? strtoull(drain, NULL, 10) : 250);
         local_file_init(loop, ft ? strtoull(ft, NULL, 10) : 0);
-        uv_signal_init(loop, &local_sigchld);
-        uv_signal_start(&local_sigchld, local_sigchld_cb, SIGCHLD);
-        uv_unref((uv_handle_t *) &local_sigchld);
-        local_cgroup_info = cgroup_probe();
+        uv_signal_init(loop, &local.sigchld);
+        uv_signal_start(&local.sigchld, local_sigchld_cb, SIGCHLD);
+        uv_unref((uv_handle_t *) &local.sigchld);
+        local.cgroup_info = cgroup_probe();
         return 0;
 }
+
+static void local_sb_free(struct backend_sandbox *b);
 
 static void
 local_shutdown(void)
 {
+        struct list *pos, *tmp;
+
+        nsbox_shutdown();
+        /* Sandboxes the daemon kept for the next start (isolated ones are recreated then). */
+        LIST_FOREACH_SAFE(pos, tmp, &local.all)
+        local_sb_free(&LIST_ENTRY(pos, struct local_sb, node)->b);
         local_file_shutdown();
-        uv_close((uv_handle_t *) &local_sigchld, NULL);
-        json_decref(local_cgroup_info);
-        local_cgroup_info = NULL;
+        uv_close((uv_handle_t *) &local.sigchld, NULL);
+        json_decref(local.cgroup_info);
+        local.cgroup_info = NULL;
+}
+
+/* The isolation a spec gets (section: its "local" object, may be NULL); *asked says whether it
+ * named one; 0, or -1 when namespaces are wanted but unavailable (reason/hint set). */
+static int
+local_isolation(json_t *section, enum local_iso *iso, bool *asked, const char **reason,
+                const char **hint)
+{
+        const char *v = json_string_value(json_object_get(section, "isolation"));
+
+        *asked = v != NULL;
+        *iso = local.def;
+        if (v && local_iso_parse(v, iso) < 0)
+                *iso = LOCAL_NAMESPACES; /* the policy refused it already: fail closed */
+        *reason = *iso == LOCAL_NAMESPACES ? nsbox_unavailable(hint) : NULL;
+        if (!*reason)
+                return 0;
+        if (!*asked && local.fallback) {
+                *iso = LOCAL_NONE; /* the operator's choice: [backend.local] isolation_fallback */
+                return 0;
+        }
+        return -1;
+}
+
+static unsigned
+local_spec_caps(json_t *spec)
+{
+        enum local_iso iso;
+        const char *reason, *hint;
+        bool asked;
+
+        local_isolation(json_object_get(spec, "local"), &iso, &asked, &reason, &hint);
+        return BACKEND_CAP_EXACT_ENV | (iso == LOCAL_NONE ? BACKEND_CAP_HOST : 0);
 }
 
 static void
 local_probe(void *ctx, backend_probe_cb cb)
 {
-        json_t *d = json_pack("{s:O,s:b}", "cgroups",
-                              local_cgroup_info ? local_cgroup_info : json_null(), "runs_as_caller",
-                              geteuid() == 0);
+        const char *hint = NULL, *why = nsbox_unavailable(&hint);
+        json_t *ns = nsbox_details();
+        json_t *d;
 
+        json_object_set_new(ns, "available", json_boolean(!why));
+        if (why)
+                json_object_set_new(ns, "reason", json_string(why));
+        if (why)
+                json_object_set_new(ns, "hint", json_string(hint));
+        d = json_pack("{s:O,s:b,s:{s:s,s:s?,s:o}}", "cgroups",
+                      local.cgroup_info ? local.cgroup_info : json_null(), "runs_as_caller",
+                      geteuid() == 0, "isolation", "default", local_iso_names[local.def],
+                      "fallback", local.fallback ? "none" : NULL, "namespaces", ns);
         cb(ctx, true, NULL, NULL, d);
 }
 
 static int
-local_check_spec(const struct sandbox_spec *spec, struct sbx_error *err)
+local_check_spec(const struct sandbox_spec *spec, enum local_iso iso, struct sbx_error *err)
 {
-        if (spec->network && strcmp(spec->network, "host")) {
+        if (iso == LOCAL_NONE && spec->network && strcmp(spec->network, "host")) {
                 sbx_error_param(err, "network",
-                                "invalid params: the local backend cannot restrict the network "
-                                "(network \"%s\"); use backend \"docker\" for isolation",
+                                "invalid params: a local sandbox with isolation \"none\" cannot "
+                                "restrict the network (network \"%s\"); use isolation "
+                                "\"namespaces\" or backend \"docker\"",
                                 spec->network);
+                return -1;
+        }
+        if (iso == LOCAL_NAMESPACES && spec->network && !strcmp(spec->network, "bridge")) {
+                sbx_error_param(err, "network",
+                                "invalid params: a local sandbox has network \"none\" (loopback "
+                                "only, the default) or \"host\"; use backend \"docker\" for a "
+                                "bridge");
                 return -1;
         }
         if (json_array_size(spec->mounts)) {
                 sbx_error_param(err, "mounts",
-                                "invalid params: the local backend has no mounts: it sees the "
-                                "host's files directly; use backend \"docker\"");
+                                "invalid params: the local backend has no mounts: an isolated "
+                                "sandbox sees the host read-only with its workdir and [backend."
+                                "local] writable_paths writable; use backend \"docker\" for more");
                 return -1;
         }
         if (spec->image) {
@@ -111,60 +249,361 @@ local_limits(struct backend_sandbox *b, const struct sandbox_spec *spec, json_t 
                 json_object_set_new(enforced, "disk_mb", json_null());
 }
 
-static void
-local_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
-             backend_create_cb cb)
+/* A new sandbox of spec's owner with its cgroup and limits; *enforced new. */
+static struct backend_sandbox *
+local_sb_new(const struct sandbox_spec *spec, const char *wd, json_t **enforced)
 {
-        struct backend_sandbox *b;
+        struct local_sb *s = xcalloc(1, sizeof(*s));
+        struct backend_sandbox *b = &s->b;
+
+        list_add_tail(&local.all, &s->node);
+        list_init(&s->execs);
+        b->id = xstrdup(spec->id);
+        b->workdir = xstrdup(wd);
+        b->who = *spec->owner;
+        b->who.groups = xcalloc(spec->owner->ngroups + 1, sizeof(gid_t));
+        if (spec->owner->ngroups)
+                memcpy(b->who.groups, spec->owner->groups, spec->owner->ngroups * sizeof(gid_t));
+        b->who.user = spec->owner->user ? xstrdup(spec->owner->user) : NULL;
+        b->who.home = spec->owner->home ? xstrdup(spec->owner->home) : NULL;
+        *enforced = NULL;
+        if (spec->res.memory_mb || spec->res.pids || spec->res.cpus)
+                b->cg = cgroup_create(spec->id, &spec->res, enforced);
+        if (!*enforced)
+                *enforced = json_object();
+        local_limits(b, spec, *enforced);
+        return b;
+}
+
+static void
+local_sb_free(struct backend_sandbox *b)
+{
+        struct local_sb *s = LIST_ENTRY(b, struct local_sb, b);
+
+        list_del(&s->node);
+        /* Execs whose end never came (released at shutdown): their session is closed. */
+        while (!list_empty(&s->execs)) {
+                struct list *n = s->execs.next;
+                list_del(n);
+                free(n);
+        }
+        cgroup_destroy(b->cg);
+        free(b->id);
+        free(b->workdir);
+        free(b->fresh);
+        free(b->who.groups);
+        free((char *) b->who.user);
+        free((char *) b->who.home);
+        free(s);
+}
+
+/* ---- on the host (isolation "none") ---- */
+
+static void
+local_create_host(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
+{
         struct sbx_error err = {0};
         struct sandbox_info info = {0};
-        json_t *enforced = NULL;
         const char *wd = spec->workdir ? spec->workdir : spec->owner->home;
+        struct backend_sandbox *b;
+        json_t *enforced;
         struct stat st;
 
-        if (local_check_spec(spec, &err) < 0)
-                goto fail;
         /* Accounts such as nobody have no home: start in "/" rather than fail. */
         if (!spec->workdir && (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)))
                 wd = "/";
         if (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 sbx_error_param(&err, "workdir", "invalid params: workdir '%s' is not a directory",
                                 wd ? wd : "(none)");
-                goto fail;
+                cb(ctx, NULL, NULL, &err);
+                sbx_error_clear(&err);
+                return;
         }
-        b = xcalloc(1, sizeof(*b));
-        b->workdir = xstrdup(wd);
-        b->who = *spec->owner;
-        b->who.groups = xcalloc(spec->owner->ngroups + 1, sizeof(gid_t));
-        memcpy(b->who.groups, spec->owner->groups, spec->owner->ngroups * sizeof(gid_t));
-        b->who.user = spec->owner->user ? xstrdup(spec->owner->user) : NULL;
-        b->who.home = spec->owner->home ? xstrdup(spec->owner->home) : NULL;
-        if (spec->res.memory_mb || spec->res.pids || spec->res.cpus)
-                b->cg = cgroup_create(spec->id, &spec->res, &enforced);
-        if (!enforced)
-                enforced = json_object();
-        local_limits(b, spec, enforced);
+        b = local_sb_new(spec, wd, &enforced);
         info.workdir = b->workdir;
         info.host_access = true;
         info.enforced = enforced;
+        info.isolation = "none";
         cb(ctx, b, &info, NULL);
         json_decref(enforced);
-        return;
-fail:
+}
+
+/* ---- isolated (isolation "namespaces") ---- */
+
+/* Where the workdir made for an isolated sandbox shows inside it (new): ~/work in its private
+ * home, or /tmp/work when it gets none. Not its host path: that is in the daemon's state
+ * directory, which the policy protects (and which is hidden inside). */
+static char *
+local_fresh_inside(const char *home)
+{
+        struct stat st;
+
+        if (home && strcmp(home, "/") &&
+            (!strncmp(home, "/home/", 6) || !strcmp(home, "/root") ||
+             (stat(home, &st) == 0 && S_ISDIR(st.st_mode))))
+                return xasprintf("%s/work", home);
+        return xstrdup("/tmp/work");
+}
+
+/* The workdir of an isolated sandbox that named none: <state dir>/work, the owner's. */
+static char *
+local_fresh_workdir(const struct sandbox_spec *spec, struct sbx_error *err)
+{
+        char *wd = xasprintf("%s/work", spec->state_dir);
+        uid_t uid = geteuid() == 0 ? spec->owner->uid : geteuid();
+        gid_t gid = geteuid() == 0 ? spec->owner->gid : getegid();
+        struct stat st;
+
+        if ((mkdir(wd, 0700) < 0 && errno != EEXIST) || lstat(wd, &st) < 0 ||
+            !S_ISDIR(st.st_mode) || (st.st_uid != uid && lchown(wd, uid, gid) < 0)) {
+                sbx_error_backend(err, "local", "cannot make the sandbox's workdir '%s': %s", wd,
+                                  strerror(errno ? errno : ENOTDIR));
+                free(wd);
+                return NULL;
+        }
+        return wd;
+}
+
+static void
+local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
+{
+        struct local_create *lc = ctx;
+        struct backend_sandbox *b = lc->b;
+        struct sandbox_info info = {0};
+
+        b->creating = NULL;
+        if (err) {
+                local_sb_free(b);
+                lc->cb(lc->ctx, NULL, NULL, err);
+        } else {
+                b->nb = nb;
+                nsbox_set_upcalls(nb, lc->up, lc->up_ctx);
+                info.workdir = b->workdir;
+                info.host_access = b->network_host;
+                info.enforced = lc->enforced;
+                info.details = nsbox_info(nb);
+                info.isolation = "namespaces";
+                info.recreated = lc->recreated;
+                lc->cb(lc->ctx, b, &info, NULL);
+                json_decref(info.details);
+        }
+        json_decref(lc->enforced);
+        free(lc);
+}
+
+static void
+local_create_ns(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb, bool recreated)
+{
+        struct local_create *lc;
+        struct sbx_error err = {0};
+        char *fresh = spec->workdir ? NULL : local_fresh_workdir(spec, &err);
+        struct nsbox_request req = {.spec = spec};
+        json_t *enforced;
+
+        if (!spec->workdir && !fresh) {
+                cb(ctx, NULL, NULL, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        lc = xcalloc(1, sizeof(*lc));
+        lc->b = local_sb_new(spec, spec->workdir ? spec->workdir : fresh, &enforced);
+        lc->b->fresh = fresh;
+        lc->b->network_host = spec->network && !strcmp(spec->network, "host");
+        lc->b->creating = lc;
+        lc->ctx = ctx;
+        lc->cb = cb;
+        lc->enforced = enforced;
+        lc->up = spec->up;
+        lc->up_ctx = spec->up_ctx;
+        lc->recreated = recreated;
+        req.workdir = fresh ? fresh : spec->workdir;
+        if (fresh) {
+                free(lc->b->workdir);
+                lc->b->workdir = local_fresh_inside(spec->owner->home);
+                req.inside = lc->b->workdir;
+        }
+        req.network_host = lc->b->network_host;
+        req.limits = lc->b->use_limits ? &lc->b->limits : NULL;
+        req.cgroup_procs = lc->b->cg ? cgroup_procs_files(lc->b->cg) : NULL;
+        nsbox_start(&req, local_ns_ready_cb, lc);
+}
+
+static void
+local_create_as(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb, bool recreated)
+{
+        struct sbx_error err = {0};
+        const char *reason, *hint;
+        enum local_iso iso;
+        bool asked;
+
+        if (local_isolation(spec->section, &iso, &asked, &reason, &hint) < 0) {
+                sbx_error_set(&err, SBX_E_BACKEND_UNAVAILABLE,
+                              json_pack("{s:s,s:s,s:s}", "backend", "local", "reason", reason,
+                                        "hint", hint),
+                              "backend unavailable: local sandboxes with isolation "
+                              "\"namespaces\" cannot be made here: %s (%s)",
+                              reason, hint);
+        } else if (local_check_spec(spec, iso, &err) == 0) {
+                if (iso == LOCAL_NAMESPACES)
+                        local_create_ns(spec, ctx, cb, recreated);
+                else
+                        local_create_host(spec, ctx, cb);
+                return;
+        }
         cb(ctx, NULL, NULL, &err);
         sbx_error_clear(&err);
 }
 
 static void
+local_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
+             backend_create_cb cb)
+{
+        local_create_as(spec, ctx, cb, false);
+}
+
+/* Only isolated sandboxes are recorded: a restarted daemon makes them anew (their processes
+ * ended with the old one; the workdir made for them stays). Host sandboxes are not kept. */
+static json_t *
+local_save(struct backend_sandbox *b)
+{
+        return b->nb ? json_pack("{s:s}", "isolation", "namespaces") : NULL;
+}
+
+static void
+local_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_create_cb cb)
+{
+        local_create_as(spec, ctx, cb, true);
+}
+
+static int
+local_exec_adopt(struct backend_sandbox *b, const struct exec_spec *spec, json_t *record,
+                 const uint64_t offsets[2], const struct backend_exec_cbs *cbs, void *ctx,
+                 struct backend_proc **ret, struct sbx_error *err)
+{
+        sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "recreated"),
+                      "its sandbox was made anew when the daemon restarted, and its processes "
+                      "ended with the previous daemon");
+        return -ESRCH;
+}
+
+/* Removes the workdir made for a sandbox, as its owner (never with the daemon's rights in a
+ * tree the caller controls); not waited for (reaped by the SIGCHLD handler). */
+static void
+local_remove_fresh(struct backend_sandbox *b)
+{
+        char *argv[] = {"rm", "-rf", "--one-file-system", "--", b->fresh, NULL};
+        char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+        struct spawn_opts o = {.argv = argv, .envp = envp, .cwd = "/", .keep_fd = -1};
+        struct spawn_result res;
+        struct sbx_error err = {0};
+
+        o.who = geteuid() == 0 ? &b->who : NULL;
+        if (spawn_start(&o, &res, &err) < 0) {
+                sbx_error_clear(&err);
+                return;
+        }
+        close(res.stdout_fd);
+        if (res.stderr_fd >= 0)
+                close(res.stderr_fd);
+}
+
+struct local_destroy {
+        struct backend_sandbox *b;
+        void *ctx;
+        backend_done_cb cb;
+};
+
+static void
+local_stopped_cb(void *ctx)
+{
+        struct local_destroy *d = ctx;
+
+        if (d->b->fresh)
+                local_remove_fresh(d->b);
+        local_sb_free(d->b);
+        d->cb(d->ctx, NULL);
+        free(d);
+}
+
+static void
 local_destroy(struct backend_sandbox *b, void *ctx, backend_done_cb cb)
 {
-        cgroup_destroy(b->cg);
-        free(b->workdir);
-        free(b->who.groups);
-        free((char *) b->who.user);
-        free((char *) b->who.home);
-        free(b);
-        cb(ctx, NULL);
+        struct local_destroy *d = xcalloc(1, sizeof(*d));
+
+        d->b = b;
+        d->ctx = ctx;
+        d->cb = cb;
+        if (b->nb)
+                nsbox_stop(b->nb, local_stopped_cb, d);
+        else
+                local_stopped_cb(d);
+}
+
+/* An exec in an isolated sandbox: oom_killed as on the host, when the sandbox's cgroup counted
+ * an OOM kill while it ran (the agent sees only its main process, a shell whose child was
+ * killed exits 137). The sandbox's cgroup outlives its execs: they end with its session. */
+struct local_nsexec {
+        struct list node; /* first: freed as a list node by local_sb_free */
+        const struct backend_exec_cbs *cbs;
+        void *ctx;
+        const struct cgroup *cg;
+        uint64_t oom_before;
+};
+
+static void
+local_ns_output(void *ctx, enum backend_stream s, const char *data, size_t len)
+{
+        struct local_nsexec *x = ctx;
+
+        x->cbs->on_output(x->ctx, s, data, len);
+}
+
+static void
+local_ns_exit(void *ctx, const struct exec_exit *ex)
+{
+        struct local_nsexec *x = ctx;
+        struct exec_exit e = *ex;
+        const struct backend_exec_cbs *cbs = x->cbs;
+        void *octx = x->ctx;
+
+        if (!e.error && !e.lost && x->cg && cgroup_oom_kills(x->cg) > x->oom_before)
+                e.oom_killed = true;
+        list_del(&x->node);
+        free(x);
+        cbs->on_exit(octx, &e);
+}
+
+static const struct backend_exec_cbs local_ns_cbs = {local_ns_output, local_ns_exit};
+
+static int
+local_exec(struct backend_sandbox *b, const struct exec_spec *spec,
+           const struct backend_exec_cbs *cbs, void *ctx, struct backend_proc **ret,
+           struct sbx_error *err)
+{
+        struct agent_session *s;
+        struct local_nsexec *x;
+        int r;
+
+        if (!b->nb)
+                return local_exec_start(b, spec, cbs, ctx, ret, err);
+        s = nsbox_session(b->nb);
+        if (!s) {
+                sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "exited"),
+                              "the local sandbox '%s' is gone: its PID 1 exited", b->id);
+                return -ESRCH;
+        }
+        x = xcalloc(1, sizeof(*x));
+        *x = (struct local_nsexec){.cbs = cbs,
+                                   .ctx = ctx,
+                                   .cg = b->cg,
+                                   .oom_before = b->cg ? cgroup_oom_kills(b->cg) : 0};
+        list_add_tail(&LIST_ENTRY(b, struct local_sb, b)->execs, &x->node);
+        r = agent_exec_start(s, spec, &local_ns_cbs, x, ret, err);
+        if (r < 0) {
+                list_del(&x->node);
+                free(x);
+        }
+        return r;
 }
 
 /* ---- files (local_file.c) ---- */
@@ -176,14 +615,36 @@ local_identity(struct backend_sandbox *b)
         return geteuid() == 0 ? &b->who : NULL;
 }
 
+/* Where an isolated sandbox's file ops run. */
+bool
+local_file_ns(struct backend_sandbox *b, struct local_file_ns *ns)
+{
+        if (!b->nb)
+                return false;
+        ns->userns = nsbox_userns(b->nb);
+        ns->mntns = nsbox_mntns(b->nb);
+        ns->who = b->who;
+        ns->set_groups = geteuid() == 0;
+        if (!ns->set_groups) {
+                ns->who.uid = geteuid();
+                ns->who.gid = getegid();
+                ns->who.ngroups = 0;
+        }
+        return true;
+}
+
 const struct backend_ops local_backend_ops = {
         .name = "local",
         .caps = BACKEND_CAP_HOST | BACKEND_CAP_EXACT_ENV,
+        .spec_caps = local_spec_caps,
         .init = local_init,
         .probe = local_probe,
         .create = local_create,
+        .save = local_save,
+        .adopt = local_adopt,
         .destroy = local_destroy,
-        .exec_start = local_exec_start,
+        .exec_start = local_exec,
+        .exec_adopt = local_exec_adopt,
         .file_read = local_file_read,
         .file_write = local_file_write,
         .shutdown = local_shutdown,

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "backends/local/local_int.h"
+#include "backends/local/nsbox.h"
 #include "backends/spawn.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
@@ -73,6 +74,8 @@ struct lf_job {
         struct lf_report rep;
         /* the request (the helper uses its copy of data, taken at fork) */
         bool write, append, mkdir;
+        bool in_ns; /* an isolated sandbox: resolve in its namespaces */
+        struct local_file_ns ns;
         int mode;
         char *path;
         const void *data;
@@ -91,21 +94,15 @@ static struct list lf_jobs = {&lf_jobs, &lf_jobs};
 
 /* ---- the helper (async-signal-safe calls only: it is a fork of a threaded process) ---- */
 
-/* "/proc/self/fd/N" into out (32 bytes). */
+/* The helper's /proc, opened before it enters an isolated sandbox's namespaces (whose procfs
+ * does not show the helper): the magic links below go through it. */
+static int lf_proc = -1;
+
+/* "self/fd/N" (below lf_proc) into out (32 bytes). */
 static void
 lf_fd_path(int fd, char *out)
 {
-        static const char pre[] = "/proc/self/fd/";
-        char digits[16];
-        int n = 0;
-
-        memcpy(out, pre, sizeof(pre) - 1);
-        do
-                digits[n++] = (char) ('0' + fd % 10);
-        while ((fd /= 10) > 0);
-        for (int i = 0; i < n; i++)
-                out[sizeof(pre) - 1 + i] = digits[n - 1 - i];
-        out[sizeof(pre) - 1 + n] = '\0';
+        nsinit_fd_path("self/fd/", fd, out);
 }
 
 /* The real path of an O_PATH fd into out (PATH_MAX); errno on failure. */
@@ -117,7 +114,7 @@ lf_real_path(int fd, char *out)
         ssize_t n;
 
         lf_fd_path(fd, link);
-        n = readlink(link, out, PATH_MAX - 1);
+        n = readlinkat(lf_proc, link, out, PATH_MAX - 1);
         if (n < 0)
                 return errno;
         if (n >= PATH_MAX - 1 || out[0] != '/')
@@ -225,7 +222,7 @@ lf_may(int fd, int mode)
         char link[32];
 
         lf_fd_path(fd, link);
-        return faccessat(AT_FDCWD, link, mode, AT_EACCESS) < 0 ? errno : 0;
+        return faccessat(lf_proc, link, mode, AT_EACCESS) < 0 ? errno : 0;
 }
 
 /* The target itself: exists (w->target) or is to be created in w->dir. */
@@ -279,7 +276,7 @@ lf_reopen(int target, int flags)
         int fd;
 
         lf_fd_path(target, link);
-        fd = open(link, flags | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        fd = openat(lf_proc, link, flags | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -388,8 +385,14 @@ lf_helper(void *arg)
         struct lf_walk w;
         struct lf_report rep = {0};
         char go = 0;
-        int e = lf_split(j->path, &w);
+        int e;
 
+        lf_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        e = lf_proc < 0 ? errno : 0;
+        if (!e && j->in_ns)
+                e = nsbox_enter(j->ns.userns, j->ns.mntns, &j->ns.who, j->ns.set_groups);
+        if (!e)
+                e = lf_split(j->path, &w);
         if (!e)
                 e = lf_walk_dirs(&w, j->write && j->mkdir);
         if (!e)
@@ -741,7 +744,8 @@ lf_abort(struct lf_job *j, const char *what, int e)
 static void
 lf_start(struct backend_sandbox *b, struct lf_job *j)
 {
-        int sv[2], keep[2], r;
+        int sv[2], keep[4], r;
+        size_t nkeep;
 
         j->refs = 1;
         j->ctl = j->child_ctl = j->memfd = -1;
@@ -755,8 +759,21 @@ lf_start(struct backend_sandbox *b, struct lf_job *j)
                 return lf_abort(j, "memfd_create", errno);
         }
         keep[0] = j->child_ctl;
-        keep[1] = j->memfd;
-        r = spawn_fork_as(local_identity(b), lf_helper, j, keep, j->write ? 1 : 2, &j->pid);
+        nkeep = 1;
+        if (!j->write)
+                keep[nkeep++] = j->memfd;
+        j->in_ns = local_file_ns(b, &j->ns);
+        if (j->in_ns && (j->ns.userns < 0 || j->ns.mntns < 0)) {
+                close(j->child_ctl);
+                return lf_abort(j, "the sandbox is gone", ESRCH);
+        }
+        if (j->in_ns) {
+                keep[nkeep++] = j->ns.userns;
+                keep[nkeep++] = j->ns.mntns;
+        }
+        /* In a sandbox's namespaces the helper becomes its identity there (nsbox_enter):
+         * setns needs the daemon's own credentials first. */
+        r = spawn_fork_as(j->in_ns ? NULL : local_identity(b), lf_helper, j, keep, nkeep, &j->pid);
         close(j->child_ctl);
         if (r < 0)
                 return lf_abort(j, "cannot start a helper as the caller", -r);

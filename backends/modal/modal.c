@@ -65,6 +65,8 @@ static const struct modal_key modal_keys[] = {
         /* Given to every backend when there is a file; modal takes no secret from it. */
         MKS("config_file", MK_DAEMON, loop, NULL, NULL),
         MKS("state_dir", MK_DAEMON, loop, NULL, NULL),
+        /* Given to every backend: what local hides from its commands. */
+        MKS("daemon_socket", MK_DAEMON, loop, NULL, NULL),
 };
 
 /* Whether url is on this machine (plain http allowed only there: tokens go in headers). */

@@ -721,8 +721,9 @@ class ModalDocs(unittest.TestCase):
     docs/configuration.md, sandboxd.conf(5) and docs/backends/modal.md."""
 
     TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    DAEMON_KEYS = {"recreate", "ask_isolated", "drain_grace_ms",
-                   "file_timeout_ms", "config_file", "state_dir"}  # every backend's, documented so
+    DAEMON_KEYS = {"recreate", "ask_isolated", "drain_grace_ms", "file_timeout_ms",
+                   "config_file", "state_dir",
+                   "daemon_socket"}  # every backend's, documented so
 
     def keys(self):
         import re

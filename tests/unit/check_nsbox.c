@@ -1,0 +1,208 @@
+/* check_nsbox.c — the plan of an isolated local sandbox (backends/local/nsbox_plan.c): what is
+ * bound, covered and hidden, in which order, and that a plan too large fails instead of being
+ * cut. (The set-up itself runs in tests/integration/test_isolation.py.) */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/local/nsbox.h"
+#include "protocol/util.h"
+
+static char *hidden[] = {"~/.ssh", "/srv/secret", NULL};
+static char *writable[] = {"/var/cache/shared", NULL};
+static char *home_ro[] = {".gitconfig", NULL};
+static char *cover[] = {"/var/lib/sandboxd", "/home/bob", NULL};
+static struct nsbox_config cfg = {hidden, writable, home_ro, "64m", cover};
+static gid_t groups[] = {100, 27};
+
+static struct nsinit_plan *
+plan_for(const char *home, const char *network, struct sbx_error *err, int *rc)
+{
+        static struct nsinit_plan p;
+        static struct backend_identity who;
+        static struct sandbox_spec spec;
+        static struct nsbox_request req;
+
+        who = (struct backend_identity){
+                .uid = 1000, .gid = 1000, .groups = groups, .ngroups = 2, .home = home};
+        spec = (struct sandbox_spec){.id = "sbx_1", .name = "my.box", .owner = &who};
+        req = (struct nsbox_request){.spec = &spec,
+                                     .workdir = "/srv/proj",
+                                     .network_host = network && !strcmp(network, "host")};
+        *rc = nsbox_plan_build(&p, &req, &cfg, err);
+        return &p;
+}
+
+static const char *
+str(const struct nsinit_plan *p, uint32_t off)
+{
+        return off ? p->pool + off : "";
+}
+
+/* Index of the first op of type at dst, -1 when none. */
+static int
+find_op(const struct nsinit_plan *p, int type, const char *dst)
+{
+        for (uint32_t i = 0; i < p->nops; i++)
+                if (p->ops[i].type == type && !strcmp(str(p, p->ops[i].dst), dst))
+                        return (int) i;
+        return -1;
+}
+
+static bool
+has_rw(const struct nsinit_plan *p, const char *path)
+{
+        for (uint32_t i = 0; i < p->nrw; i++)
+                if (!strcmp(str(p, p->rw[i]), path))
+                        return true;
+        return false;
+}
+
+START_TEST(test_tree)
+{
+        struct sbx_error err = {0};
+        int rc, bind, hide_ssh, hide_srv;
+        struct nsinit_plan *p = plan_for("/home/alice", NULL, &err, &rc);
+
+        ck_assert_int_eq(rc, 0);
+        ck_assert_uint_eq(p->magic, NSINIT_MAGIC);
+        ck_assert_uint_eq(p->new_net, 1); /* network "none" unless asked */
+        ck_assert_str_eq(str(p, p->hostname), "my-box");
+        /* Source 0 is the workdir, bound writable at its own path. */
+        ck_assert_str_eq(str(p, p->src[0].path), "/srv/proj");
+        bind = find_op(p, NSI_BIND, "/srv/proj");
+        ck_assert_int_ge(bind, 0);
+        ck_assert_int_eq(p->ops[bind].src, 0);
+        ck_assert_int_eq(p->ops[bind].rdonly, 0);
+        ck_assert_int_eq(p->ops[bind].optional, 0);
+        /* The real home's files read-only in the private one; the private home is writable. */
+        ck_assert_int_ge(find_op(p, NSI_TMPFS, "/home/alice"), 0);
+        ck_assert_int_eq(p->ops[find_op(p, NSI_BIND, "/home/alice/.gitconfig")].rdonly, 1);
+        ck_assert(has_rw(p, "/home/alice"));
+        ck_assert(has_rw(p, "/srv/proj"));
+        ck_assert(has_rw(p, "/var/cache/shared"));
+        ck_assert(!has_rw(p, "/"));
+        ck_assert(!has_rw(p, "/home"));
+        /* Covers: the daemon's directory and other homes, made read-only once populated. */
+        ck_assert_int_ge(find_op(p, NSI_TMPFS, "/var/lib/sandboxd"), 0);
+        ck_assert_int_gt(find_op(p, NSI_RDONLY, "/home"), find_op(p, NSI_TMPFS, "/home/alice"));
+        ck_assert_int_ge(find_op(p, NSI_RDONLY, "/home/bob"), 0);
+        /* Secrets last, "~/" in the caller's home: after every bind, so none uncovers them. */
+        hide_ssh = find_op(p, NSI_HIDE, "/home/alice/.ssh");
+        hide_srv = find_op(p, NSI_HIDE, "/srv/secret");
+        ck_assert_int_ge(hide_ssh, 0);
+        ck_assert_int_ge(hide_srv, 0);
+        for (uint32_t i = 0; i < p->nops; i++)
+                if (p->ops[i].type == NSI_BIND)
+                        ck_assert_int_lt((int) i, hide_ssh < hide_srv ? hide_ssh : hide_srv);
+        ck_assert_int_eq(p->ops[hide_srv].optional, 0); /* a hide that fails fails the sandbox */
+        ck_assert_uint_le(p->size, sizeof(*p));
+}
+END_TEST
+
+START_TEST(test_identity_and_network)
+{
+        struct sbx_error err = {0};
+        int rc;
+        struct nsinit_plan *p = plan_for("/home/alice", "host", &err, &rc);
+
+        ck_assert_int_eq(rc, 0);
+        ck_assert_uint_eq(p->new_net, 0);
+        if (geteuid() == 0) {
+                /* Root maps the caller: its uid, gid and groups, never root. */
+                ck_assert_uint_eq(p->uid, 1000);
+                ck_assert_uint_eq(p->gid, 1000);
+                ck_assert_uint_eq(p->set_groups, 1);
+                ck_assert_uint_eq(p->ngroups, 2);
+                ck_assert_uint_eq(p->groups[0], 100);
+        } else {
+                /* Unprivileged: its own single uid and gid are all a map may hold. */
+                ck_assert_uint_eq(p->uid, (uint32_t) geteuid());
+                ck_assert_uint_eq(p->set_groups, 0);
+        }
+}
+END_TEST
+
+START_TEST(test_home_that_is_a_cover_stays_writable)
+{
+        struct sbx_error err = {0};
+        int rc;
+        struct nsinit_plan *p = plan_for("/root", NULL, &err, &rc);
+
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_lt(find_op(p, NSI_RDONLY, "/root"), 0);
+        ck_assert_int_ge(find_op(p, NSI_RDONLY, "/home"), 0);
+        ck_assert(has_rw(p, "/root"));
+}
+END_TEST
+
+START_TEST(test_too_large_fails_whole)
+{
+        char **many = xcalloc(NSINIT_MAX_OPS + 2, sizeof(char *));
+        char **saved = cfg.hidden;
+        struct sbx_error err = {0};
+        int rc;
+
+        for (int i = 0; i <= NSINIT_MAX_OPS; i++)
+                many[i] = xasprintf("/srv/s%d", i);
+        cfg.hidden = many;
+        plan_for("/home/alice", NULL, &err, &rc);
+        cfg.hidden = saved;
+        ck_assert_int_eq(rc, -1);
+        ck_assert_ptr_nonnull(strstr(err.message, "hidden_paths"));
+        sbx_error_clear(&err);
+        for (int i = 0; i <= NSINIT_MAX_OPS; i++)
+                free(many[i]);
+        free(many);
+}
+END_TEST
+
+START_TEST(test_errors_name_the_step_and_path)
+{
+        struct sbx_error err = {0};
+        int rc;
+        struct nsinit_plan *p = plan_for("/home/alice", NULL, &err, &rc);
+        struct nsinit_msg m = {.type = NSI_MSG_FAIL, .step = NSI_STEP_SOURCE, .err = ENOENT};
+
+        ck_assert_int_eq(rc, 0);
+        nsbox_plan_error(p, &m, &err);
+        ck_assert_int_eq(err.code, -32602); /* the caller's workdir */
+        ck_assert_ptr_nonnull(strstr(err.message, "/srv/proj"));
+        sbx_error_clear(&err);
+        m.step = NSI_STEP_OP;
+        m.index = find_op(p, NSI_HIDE, "/srv/secret");
+        m.err = EPERM;
+        nsbox_plan_error(p, &m, &err);
+        ck_assert_ptr_nonnull(strstr(err.message, "hide '/srv/secret'"));
+        sbx_error_clear(&err);
+        m.step = 999; /* out of range: still a message, no read past the table */
+        m.index = 100000;
+        nsbox_plan_error(p, &m, &err);
+        ck_assert_ptr_nonnull(err.message);
+        sbx_error_clear(&err);
+}
+END_TEST
+
+int
+main(void)
+{
+        Suite *s = suite_create("nsbox");
+        TCase *tc = tcase_create("plan");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_test(tc, test_tree);
+        tcase_add_test(tc, test_identity_and_network);
+        tcase_add_test(tc, test_home_that_is_a_cover_stays_writable);
+        tcase_add_test(tc, test_too_large_fails_whole);
+        tcase_add_test(tc, test_errors_name_the_step_and_path);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
