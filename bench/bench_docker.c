@@ -29,19 +29,12 @@
 
 #include "backends/docker.h"
 #include "bench/helper_daemon.h"
+#include "bench/helper_ops.h"
 #include "protocol/util.h"
 
 #define IMAGE "sandboxd-test:busybox"
 
-static uv_loop_t loop;
 static const struct backend_ops *ops = &docker_backend_ops;
-
-static void
-run_until(const bool *flag)
-{
-        while (!*flag && uv_run(&loop, UV_RUN_ONCE))
-                ;
-}
 
 static int
 run_cmd(char *const argv[], char *out, size_t outlen)
@@ -73,29 +66,6 @@ run_cmd(char *const argv[], char *out, size_t outlen)
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-struct created {
-        bool done;
-        struct backend_sandbox *sb;
-};
-
-static void
-create_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_info *info,
-          const struct sbx_error *err)
-{
-        struct created *c = ctx;
-
-        if (err)
-                fprintf(stderr, "create: %s\n", err->message);
-        c->sb = bsb;
-        c->done = true;
-}
-
-static void
-done_cb(void *ctx, const struct sbx_error *err)
-{
-        *(bool *) ctx = true;
-}
-
 static struct backend_sandbox *
 create(int i)
 {
@@ -108,59 +78,31 @@ create(int i)
                                  .labels = json_object(),
                                  .mounts = json_array(),
                                  .owner = &me};
-        struct created c = {0};
+        struct backend_sandbox *sb;
 
         snprintf(id, sizeof(id), "sbx_bench%d_%d", (int) getpid(), i);
-        ops->create(&s, &c, NULL, create_cb);
-        run_until(&c.done);
+        sb = bo_create(ops, &s);
         json_decref(s.env);
         json_decref(s.labels);
         json_decref(s.mounts);
-        return c.sb;
+        return sb;
 }
 
 static void
 destroy(struct backend_sandbox *sb)
 {
-        bool done = false;
-
-        ops->destroy(sb, &done, done_cb);
-        run_until(&done);
-}
-
-static void
-out_cb(void *ctx, enum backend_stream s, const char *d, size_t n)
-{
-}
-
-static void
-exit_cb(void *ctx, const struct exec_exit *ex)
-{
-        *(bool *) ctx = true;
+        bo_destroy(ops, sb);
 }
 
 static double
 bench_backend_exec(struct backend_sandbox *sb, int n)
 {
-        static const struct backend_exec_cbs cbs = {out_cb, exit_cb};
         char *argv[] = {"true", NULL};
-        uint64_t t0 = util_now_ns();
+        uint64_t total = 0;
 
-        for (int i = 0; i < n; i++) {
-                char id[32];
-                struct exec_spec spec = {.argv = argv, .exec_id = id};
-                struct backend_proc *p = NULL;
-                struct sbx_error err = {0};
-                bool done = false;
-                snprintf(id, sizeof(id), "p_bench%d", i);
-                if (ops->exec_start(sb, &spec, &cbs, &done, &p, &err) < 0) {
-                        fprintf(stderr, "exec: %s\n", err.message);
-                        exit(1);
-                }
-                run_until(&done);
-                p->ops->release(p);
-        }
-        return (double) (util_now_ns() - t0) / 1e6 / n;
+        for (int i = 0; i < n; i++)
+                total += bo_exec(ops, sb, argv, NULL, i);
+        return (double) total / 1e6 / n;
 }
 
 static double
@@ -331,7 +273,7 @@ bench_mode(struct bench_mode *m, const char *agent, int n)
         json_t *cfg = json_pack("{s:s}", "agent", agent);
         struct backend_sandbox *sb;
 
-        if (ops->init(&loop, cfg, &err) < 0) {
+        if (ops->init(&bo_loop, cfg, &err) < 0) {
                 fprintf(stderr, "init: %s\n", err.message);
                 return -1;
         }
@@ -344,7 +286,7 @@ bench_mode(struct bench_mode *m, const char *agent, int n)
         destroy(sb);
         m->create = bench_backend_create(n / 3 + 1);
         ops->shutdown();
-        uv_run(&loop, UV_RUN_NOWAIT);
+        uv_run(&bo_loop, UV_RUN_NOWAIT);
         return 0;
 }
 
@@ -371,7 +313,7 @@ main(void)
         self[len] = '\0';
         *strrchr(self, '/') = '\0';
         snprintf(agent, sizeof(agent), "%s/../sandboxd-agent", self); /* build/<variant>/ */
-        uv_loop_init(&loop);
+        uv_loop_init(&bo_loop);
         if (bench_mode(&modes[0], agent, n) < 0 || bench_mode(&modes[1], "off", n) < 0)
                 return 1;
         /* The CLI baseline in a plain container, measured in this run. */
@@ -392,6 +334,6 @@ main(void)
                        modes[i].name, modes[i].create, cc, modes[i].create / cc);
         }
         bench_daemon(n, ce, cc);
-        uv_loop_close(&loop);
+        uv_loop_close(&bo_loop);
         return 0;
 }
