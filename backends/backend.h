@@ -374,7 +374,8 @@ void backend_config_first_error(void *ctx, const char *key, const char *message)
  * adds for init (see backend_ops.init; a file may set instance only where the backend lists
  * it). */
 #define BACKEND_COMMON_KEYS                                                                        \
-        "ask_isolated", "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir", "instance"
+        "ask_isolated", "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir",           \
+                "daemon_socket", "instance"
 
 /* What a backend built (real), judged again by the built-in policy, must not be stricter than
  * what was judged (requested); both sandbox.create-shaped. Else -EPERM with err set (-32001,

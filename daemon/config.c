@@ -311,8 +311,8 @@ config_reader(char *str, int num, void *stream)
 }
 
 /* Keys the daemon gives every backend's init itself (backend.h): a file may not set them. */
-static const char *const config_backend_daemon_keys[] = {"drain_grace_ms", "file_timeout_ms",
-                                                         "config_file", "state_dir"};
+static const char *const config_backend_daemon_keys[] = {
+        "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir", "daemon_socket"};
 
 /* A key of [backend.NAME]: kept (with its line) for the backend's validate and init. */
 static void

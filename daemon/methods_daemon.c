@@ -316,7 +316,7 @@ check_preview(const struct check_args *a, const struct backend_identity *who,
         ctx->backend = backend;
         ctx->host_access = host;
         ctx->env = *env;
-        ctx->env_complete = ops && (ops->caps & BACKEND_CAP_EXACT_ENV);
+        ctx->env_complete = ops && (backend_caps(ops, NULL) & BACKEND_CAP_EXACT_ENV);
         ctx->request_env = a->env;
         ctx->cwd = a->cwd ? a->cwd : local ? who->home : NULL;
         ctx->workspace = a->cwd ? a->cwd : local ? who->home : NULL;

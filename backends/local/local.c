@@ -81,14 +81,25 @@ local_iso_parse(const char *v, enum local_iso *out)
         return -1;
 }
 
+/* The keys of [backend.local] (nsbox.c reads the paths, the programs and the tmpfs size). */
+static const char *const local_keys[] = {"isolation",
+                                         "isolation_fallback",
+                                         "hidden_paths",
+                                         "writable_paths",
+                                         "home_readonly",
+                                         "tmpfs_size",
+                                         "nsbox",
+                                         "agent",
+                                         NULL};
+
 static int
-local_cfg_isolation(json_t *config, struct sbx_error *err)
+local_cfg_isolation(json_t *config, enum local_iso *def, bool *fallback, struct sbx_error *err)
 {
         const char *iso = json_string_value(json_object_get(config, "isolation"));
         const char *fb = json_string_value(json_object_get(config, "isolation_fallback"));
 
-        local.def = LOCAL_NONE; /* not yet "namespaces": docs/backends/local.md */
-        if (iso && local_iso_parse(iso, &local.def) < 0) {
+        *def = LOCAL_NONE; /* not yet "namespaces": docs/backends/local.md */
+        if (iso && local_iso_parse(iso, def) < 0) {
                 sbx_error_param(err, "isolation",
                                 "[backend.local] isolation = '%s' is not valid: expected "
                                 "namespaces or none",
@@ -102,8 +113,26 @@ local_cfg_isolation(json_t *config, struct sbx_error *err)
                                 fb);
                 return -1;
         }
-        local.fallback = fb && !strcmp(fb, "none");
+        *fallback = fb && !strcmp(fb, "none");
         return 0;
+}
+
+/* backend_ops.validate: the known keys and the isolation values (the paths are checked by
+ * init, which needs the programs and the file system). */
+static int
+local_validate(json_t *config, backend_config_report_fn report, void *ctx)
+{
+        int n = backend_config_known(config, "local", local_keys, report, ctx);
+        struct sbx_error e = {0};
+        enum local_iso def;
+        bool fallback;
+
+        if (local_cfg_isolation(config, &def, &fallback, &e) < 0) {
+                report(ctx, json_string_value(json_object_get(e.data, "param")), e.message);
+                n++;
+        }
+        sbx_error_clear(&e);
+        return n;
 }
 
 static int
@@ -112,7 +141,8 @@ local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         const char *drain = json_string_value(json_object_get(config, "drain_grace_ms"));
         const char *ft = json_string_value(json_object_get(config, "file_timeout_ms"));
 
-        if (local_cfg_isolation(config, err) < 0 || nsbox_init(loop, config, err) < 0)
+        if (local_cfg_isolation(config, &local.def, &local.fallback, err) < 0 ||
+            nsbox_init(loop, config, err) < 0)
                 return -1;
         local.loop = loop;
         local_exec_init(loop, drain ? strtoull(drain, NULL, 10) : 250);
@@ -638,6 +668,7 @@ const struct backend_ops local_backend_ops = {
         .caps = BACKEND_CAP_HOST | BACKEND_CAP_EXACT_ENV,
         .spec_caps = local_spec_caps,
         .init = local_init,
+        .validate = local_validate,
         .probe = local_probe,
         .create = local_create,
         .save = local_save,

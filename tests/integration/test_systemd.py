@@ -602,7 +602,11 @@ class CheckConfig(unittest.TestCase):
                  ("[backend.docker]\nimage = x\nhots = unix:///x\n",
                   ":3: unknown key 'hots' in section [backend.docker]"),
                  ("[backend.local]\nimage = x\n",
-                  ":2: unknown key 'image' in section [backend.local]"))
+                  ":2: unknown key 'image' in section [backend.local]"),
+                 ("[backend.local]\nisolation = namespace\n",
+                  ":2: [backend.local] isolation = 'namespace' is not valid"),
+                 ("[backend.local]\nisolation_fallback = weaker\n",
+                  ":2: [backend.local] isolation_fallback = 'weaker' is not valid"))
         for text, want in cases:
             with self.subTest(text=text):
                 conf = self.write("bad.conf", text)
