@@ -30,6 +30,9 @@ static const struct builtin_rule rules[] = {
         {"parse.limit", A, NA, "the command exceeds a parser limit, so it cannot be judged"},
         {"exec.opaque-cmd", A, NA, "the program to run is only known at run time"},
         {"exec.opaque-payload", A, NA, "code handed to a shell or eval is only known at run time"},
+        {"exec.arith-opaque", A, NA,
+         "an arithmetic expression or variable name holds a value only known at run time; a "
+         "subscript in it (a[$(…)]) would run commands"},
         {"exec.alias", A, NA, "aliases, hash -p or enable -f change what a name runs"},
         {"exec.stdin-code", A, NA, "a shell or interpreter reads code from a stream"},
         {"exec.remote-code", A, NA, "downloaded code is executed"},

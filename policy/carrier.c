@@ -479,136 +479,6 @@ h_shell(struct eval *ev, int k, const struct word *av, size_t ac)
         return 0;
 }
 
-/* ---- shell builtins that run strings ---- */
-
-static int
-h_eval(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        size_t i = 1;
-
-        if (i < ac && !strcmp(av[i].s, "--"))
-                i++;
-        if (i >= ac)
-                return 0;
-        struct word all = av[i];
-        all.s = analyze_join(ev, av + i, ac - i);
-        all.flags = 0;
-        all.sub_lo = (int) ev->nunits;
-        all.sub_hi = 0;
-        for (size_t j = i; j < ac; j++) {
-                all.flags |= av[j].flags & (W_DYN | W_SUB | W_STDIN);
-                if (av[j].flags & W_SUB) {
-                        all.sub_lo = MIN(all.sub_lo, av[j].sub_lo);
-                        all.sub_hi = MAX(all.sub_hi, av[j].sub_hi);
-                }
-        }
-        carrier_payload(ev, k, &all, "eval");
-        return 0;
-}
-
-static int
-h_source(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        size_t i = 1;
-
-        if (i < ac && !strcmp(av[i].s, "--"))
-                i++;
-        if (i < ac)
-                carrier_script(ev, k, &av[i], "source", true);
-        return 0;
-}
-
-/* trap [-lp] [ACTION SIGNAL…]: ACTION runs later, in this shell. */
-static int
-h_trap(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        size_t i = 1;
-
-        if (i < ac && analyze_lit(&av[i]) && (!strcmp(av[i].s, "-l") || !strcmp(av[i].s, "-p")))
-                return 0;
-        if (i < ac && !strcmp(av[i].s, "--"))
-                i++;
-        if (ac - i < 2 || (analyze_lit(&av[i]) && !strcmp(av[i].s, "-")))
-                return 0;
-        carrier_payload(ev, k, &av[i], "trap");
-        return 0;
-}
-
-/* at / batch: the job is read from stdin (or -f FILE) and runs later, outside this sandbox's
- * process tree. */
-static int
-h_at(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        static const struct optspec sp = {"Vq:f:mMlrdvt:bc", NULL, 0};
-        struct optres r;
-
-        opts_parse(ev, &sp, av, ac, 1, &r);
-        if (opts_has(&r, 'l') || opts_has(&r, 'r') || opts_has(&r, 'd') || opts_has(&r, 'c') ||
-            opts_has(&r, 'V'))
-                return 0;
-        const struct word *f = opts_val(&r, 'f');
-        analyze_add(ev, k, "exec.scheduled", analyze_join(ev, av, ac), analyze_join(ev, av, ac));
-        if (f)
-                carrier_script(ev, k, f, analyze_base(av[0].s), true);
-        else
-                carrier_stdin(ev, k, analyze_base(av[0].s), true);
-        return 0;
-}
-
-static int
-h_export(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        for (size_t j = 1; j < ac; j++)
-                if (av[j].s[0] != '-' && strchr(av[j].s, '='))
-                        env_check_assign(ev, k, &av[j]);
-        return 0;
-}
-
-static int
-h_alias(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        const char *n = analyze_base(av[0].s);
-        bool hit = false;
-
-        for (size_t j = 1; j < ac; j++) {
-                const char *s = av[j].s;
-                if (!strcmp(n, "alias"))
-                        hit = hit || strchr(s, '=') != NULL;
-                else if (!strcmp(n, "hash"))
-                        hit = hit || (s[0] == '-' && strchr(s, 'p'));
-                else if (!strcmp(n, "enable"))
-                        hit = hit || (s[0] == '-' && (strchr(s, 'f') || strchr(s, 'n')));
-                else if (!strcmp(n, "shopt"))
-                        hit = hit || !strcmp(s, "expand_aliases");
-        }
-        if (hit)
-                analyze_add(ev, k, "exec.alias", analyze_join(ev, av, ac),
-                            analyze_join(ev, av, ac));
-        return 0;
-}
-
-static int
-h_cd(struct eval *ev, int k, const struct word *av, size_t ac)
-{
-        static const struct optspec sp = {"LPe@", NULL, OS_STOP};
-        const struct unit *u = &ev->units[k];
-        struct optres r;
-
-        opts_parse(ev, &sp, av, ac, 1, &r);
-        /* in a conditional, a function or through pushd/popd the cwd afterwards is not known */
-        if ((u->flags & (U_FUNC | U_COND)) || strcmp(analyze_base(av[0].s), "cd"))
-                ev->cwd = NULL;
-        else if (r.nops == 0)
-                ev->cwd = ev->home;
-        else if (!analyze_lit(r.ops[0]) || !strcmp(r.ops[0]->s, "-"))
-                ev->cwd = NULL;
-        else
-                ev->cwd = paths_resolve(ev, r.ops[0]->s);
-        ev->scopes[u->scope].has_cwd = true;
-        ev->scopes[u->scope].cwd = ev->cwd;
-        return 0;
-}
-
 /* ---- interpreters ---- */
 
 struct interp {
@@ -799,25 +669,19 @@ h_pwsh(struct eval *ev, int k, const struct word *av, size_t ac)
 }
 
 static const struct cmd cmds[] = {
-        {".", h_source},         {"Rscript", h_interp}, {"alias", h_alias},
-        {"ash", h_shell},        {"at", h_at},          {"bash", h_shell},
-        {"batch", h_at},         {"bun", h_interp},     {"cd", h_cd},
-        {"csh", h_shell},        {"dash", h_shell},     {"declare", h_export},
-        {"deno", h_deno},        {"enable", h_alias},   {"eval", h_eval},
-        {"export", h_export},    {"fish", h_shell},     {"hash", h_alias},
-        {"irb", h_interp},       {"julia", h_interp},   {"ksh", h_shell},
-        {"lksh", h_shell},       {"local", h_export},   {"loksh", h_shell},
-        {"lua", h_interp},       {"luajit", h_interp},  {"mksh", h_shell},
-        {"node", h_interp},      {"nodejs", h_interp},  {"oksh", h_shell},
-        {"osascript", h_interp}, {"pdksh", h_shell},    {"perl", h_interp},
-        {"php", h_interp},       {"popd", h_cd},        {"posh", h_shell},
-        {"powershell", h_pwsh},  {"pushd", h_cd},       {"pwsh", h_pwsh},
-        {"pypy", h_interp},      {"pypy3", h_interp},   {"python", h_interp},
-        {"python2", h_interp},   {"python3", h_interp}, {"rbash", h_shell},
-        {"readonly", h_export},  {"ruby", h_interp},    {"sh", h_shell},
-        {"shopt", h_alias},      {"source", h_source},  {"tclsh", h_interp},
-        {"tcsh", h_shell},       {"trap", h_trap},      {"typeset", h_export},
-        {"wish", h_interp},      {"yash", h_shell},     {"zsh", h_shell},
+        {"Rscript", h_interp},  {"ash", h_shell},        {"bash", h_shell},
+        {"bun", h_interp},      {"csh", h_shell},        {"dash", h_shell},
+        {"deno", h_deno},       {"fish", h_shell},       {"irb", h_interp},
+        {"julia", h_interp},    {"ksh", h_shell},        {"lksh", h_shell},
+        {"loksh", h_shell},     {"lua", h_interp},       {"luajit", h_interp},
+        {"mksh", h_shell},      {"node", h_interp},      {"nodejs", h_interp},
+        {"oksh", h_shell},      {"osascript", h_interp}, {"pdksh", h_shell},
+        {"perl", h_interp},     {"php", h_interp},       {"posh", h_shell},
+        {"powershell", h_pwsh}, {"pwsh", h_pwsh},        {"pypy", h_interp},
+        {"pypy3", h_interp},    {"python", h_interp},    {"python2", h_interp},
+        {"python3", h_interp},  {"rbash", h_shell},      {"ruby", h_interp},
+        {"sh", h_shell},        {"tclsh", h_interp},     {"tcsh", h_shell},
+        {"wish", h_interp},     {"yash", h_shell},       {"zsh", h_shell},
 };
 
 const struct cmd_table carrier_cmds = {cmds, ARRAY_SIZE(cmds)};

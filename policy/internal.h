@@ -8,9 +8,12 @@
  *   paths.c    path normalisation, targets (root, system, home, self), devices, secrets,
  *              the write rules and symlinks created earlier in the command
  *   env.c      variables that inject code (assignment prefixes, env NAME=…, the request env)
+ *   arith.c    arithmetic, variable names and prompts: subscripts run their substitutions
  *   wrap.c     wrappers that run another command (sudo, env, nice, timeout, xargs, …)
- *   carrier.c  everything that runs a string or a stream: shells, eval, source, trap, at,
- *              interpreters, file descriptors and pipes that feed them
+ *   carrier.c  everything that runs a string or a stream: shells, interpreters, the file
+ *              descriptors and pipes that feed them
+ *   shbuiltin.c  builtins that run strings (eval, source, trap, at, mapfile -C, bind -x,
+ *              complete -C, fc) or change what names mean (alias, export, cd)
  *   inline.c   allowlists for inline interpreter code (python -c, node -e, perl -e)
  *   embed.c    tools whose options or scripts run programs (awk, sed, sqlite3, vim, gdb, …)
  *   git.c      git: global options, config injection, transports, subcommand rules
@@ -276,8 +279,8 @@ struct cmd_table {
         const struct cmd *cmds;
         size_t n;
 };
-extern const struct cmd_table wrap_cmds, carrier_cmds, embed_cmds, git_cmds, fsops_cmds,
-        system_cmds, net_cmds;
+extern const struct cmd_table wrap_cmds, carrier_cmds, shbuiltin_cmds, embed_cmds, git_cmds,
+        fsops_cmds, system_cmds, net_cmds;
 /* The handler for a command name (basename, version suffixes folded), or NULL. */
 cmd_fn analyze_lookup(const char *name);
 

@@ -510,6 +510,25 @@ discard_words_until_sep(struct parser *p)
         }
 }
 
+/* (( … )) at p->i, also for (( …; …; … )): an arithmetic expression. */
+static void
+p_arith_cmd(struct parser *p)
+{
+        int lo = (int) p->ev->nunits;
+        size_t start = p->i + 2;
+
+        p->i += 2;
+        word_walk(p, ')');
+        if (p->ev->stop)
+                return;
+        if (word_at(p, 1) != ')') {
+                parse_fail(p->ev, "parse.error", "unterminated ((");
+                return;
+        }
+        arith_source(p, p->s + start, p->i - start, lo);
+        p->i += 2;
+}
+
 static void
 p_for(struct parser *p)
 {
@@ -517,9 +536,7 @@ p_for(struct parser *p)
 
         skip_blanks(p);
         if (word_at(p, 0) == '(' && word_at(p, 1) == '(') {
-                p->i += 2;
-                word_walk(p, ')');
-                p->i += 2;
+                p_arith_cmd(p);
                 return;
         }
         size_t nw = word_read(p, &ws, NULL);
@@ -580,7 +597,8 @@ p_case(struct parser *p)
 static void
 p_dbracket(struct parser *p)
 {
-        struct word *ws;
+        struct word *ws, *all = NULL;
+        size_t n = 0, cap = 0;
 
         while (parse_tick(p)) {
                 skip_blanks(p);
@@ -590,6 +608,7 @@ p_dbracket(struct parser *p)
                 }
                 if (word_is(p, "]]")) {
                         p->i += 2;
+                        arith_dbracket(p, all, n);
                         return;
                 }
                 char c = word_at(p, 0);
@@ -598,8 +617,19 @@ p_dbracket(struct parser *p)
                         read_heredocs(p);
                 } else if (c && strchr("&|<>()!;", c)) {
                         p->i++;
-                } else if (word_read(p, &ws, NULL) == 0 && !p->ev->stop) {
-                        p->i++;
+                } else {
+                        size_t nw = word_read(p, &ws, NULL);
+                        if (nw == 0 && !p->ev->stop)
+                                p->i++;
+                        if (nw == 0)
+                                continue;
+                        /* [[ does not split words: the fields are one operand again */
+                        arena_grow(&p->ev->ar, (void **) &all, &cap, n, sizeof(*all));
+                        all[n] = ws[0];
+                        all[n].s = analyze_join(p->ev, ws, nw);
+                        for (size_t j = 1; j < nw; j++)
+                                all[n].flags |= ws[j].flags;
+                        n++;
                 }
         }
 }
@@ -825,9 +855,7 @@ p_simple(struct parser *p)
                 if (c == '(' && p->ev->units[k].argc == 0 && p->ev->units[k].nassign == 0) {
                         /* after then/do/else/!: a subshell or an arithmetic command */
                         if (word_at(p, 1) == '(') {
-                                p->i += 2;
-                                word_walk(p, ')');
-                                p->i += word_at(p, 0) == ')' && word_at(p, 1) == ')' ? 2 : 0;
+                                p_arith_cmd(p);
                         } else {
                                 p->i++;
                                 group(p, ST_PAREN);
@@ -863,6 +891,7 @@ p_simple(struct parser *p)
                 add_word(p, k, ws, nw, assign);
         }
         if (k >= 0) {
+                arith_unit(p, k);
                 track_vars(p, k);
                 track_calls(p, k);
                 const struct unit *u = &p->ev->units[k];
@@ -881,15 +910,9 @@ p_command(struct parser *p)
 
         skip_blanks(p);
         if (word_at(p, 0) == '(' && word_at(p, 1) == '(') {
-                int k = -1;
-                p->i += 2;
-                word_walk(p, ')');
-                if (!p->ev->stop && word_at(p, 1) == ')')
-                        p->i += 2;
-                else
-                        parse_fail(p->ev, "parse.error", "unterminated ((");
+                p_arith_cmd(p);
                 trailing_redirs(p, lo);
-                return k;
+                return -1;
         }
         if (word_at(p, 0) == '(') {
                 p->i++;

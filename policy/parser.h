@@ -125,4 +125,26 @@ void word_sub_script(struct parser *p, const char *s, size_t n, int level);
 /* Up to max digits in base at p->i. */
 uint32_t word_digits(struct parser *p, int base, int max);
 
+/* ---- arith.c ---- */
+
+/* Runs the expansions of s[0..n) as inside double quotes: its substitutions become units. */
+void arith_expand(struct parser *p, const char *s, size_t n);
+/* Judges shell source s[0..n) of an arithmetic expression ($((…)), ((…)), for ((…))) whose
+ * substitutions were parsed into units [lo, nunits). */
+void arith_source(struct parser *p, const char *s, size_t n, int lo);
+/* Judges a word evaluated as an arithmetic expression. */
+void arith_word(struct parser *p, const struct word *w);
+/* Judges a word naming a variable: NAME[SUBSCRIPT] expands and evaluates the subscript. */
+void arith_name_word(struct parser *p, const struct word *w);
+/* Judges the operands of let, declare -i, printf -v, read, unset, … in unit k. */
+void arith_unit(struct parser *p, int k);
+/* Judges the operands of [[ … ]] (words ws[0..n)) that are expressions or names. */
+void arith_dbracket(struct parser *p, const struct word *ws, size_t n);
+/* Judges the body b[0..n) of a ${ … } that is not a plain name (units from lo). */
+void arith_bparam(struct parser *p, const char *b, size_t n, int lo);
+/* The value of a variable as the script sees it at this point; *known false if not known. */
+const char *word_var_lookup(struct eval *ev, const char *name, size_t n, bool *known);
+/* The script has not assigned the variable here: its value is the environment's. */
+bool word_var_inherited(struct eval *ev, const char *name, size_t n);
+
 #endif

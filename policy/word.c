@@ -153,20 +153,41 @@ var_scan(struct eval *ev, size_t lo, size_t hi, const char *name, size_t n, cons
 }
 
 /* The value of a variable as the script would see it here; *known false when not known. */
-static const char *
-var_lookup(struct eval *ev, const char *name, size_t n, bool *known)
+/* Whether the script assigned the variable before this point (*v its value); *closed: a
+ * loop, a function body or an eval before it may have. */
+static bool
+var_find(struct eval *ev, const char *name, size_t n, const char **v, bool *closed)
 {
-        const char *v = NULL;
         size_t lo = MAX(MAX(ev->var_floor, ev->var_barrier), ev->var_havoc);
-        bool closed = lo > ev->var_floor;
-        bool found = var_scan(ev, lo, ev->nvars, name, n, &v);
+        bool found = var_scan(ev, lo, ev->nvars, name, n, v);
 
+        *closed = lo > ev->var_floor;
         /* a payload also sees what its carrier saw, and so on up */
-        for (int c = ev->var_carrier, hops = 0; !found && !closed && c >= 0 && hops < 16; hops++) {
-                found = var_scan(ev, ev->units[c].var_lo, ev->units[c].var_hi, name, n, &v);
-                closed = ev->units[c].var_closed;
+        for (int c = ev->var_carrier, hops = 0; !found && !*closed && c >= 0 && hops < 16; hops++) {
+                found = var_scan(ev, ev->units[c].var_lo, ev->units[c].var_hi, name, n, v);
+                *closed = ev->units[c].var_closed;
                 c = ev->units[c].carrier;
         }
+        return found;
+}
+
+bool
+word_var_inherited(struct eval *ev, const char *name, size_t n)
+{
+        const char *v = NULL;
+        bool closed;
+        bool found = var_find(ev, name, n, &v, &closed);
+
+        return (!found || v == var_unset) && !closed;
+}
+
+const char *
+word_var_lookup(struct eval *ev, const char *name, size_t n, bool *known)
+{
+        const char *v = NULL;
+        bool closed;
+        bool found = var_find(ev, name, n, &v, &closed);
+
         *known = false;
         if (found && v != var_unset) {
                 *known = v != NULL;
@@ -226,7 +247,7 @@ expand_var(struct parser *p, struct wparse *w, const char *name, size_t n, const
                         word_put(p, w, ' ', true);
                 return;
         }
-        const char *v = var_lookup(p->ev, name, n, &known);
+        const char *v = word_var_lookup(p->ev, name, n, &known);
         if (!known || (!dq && !w->assign && p->ev->ifs_changed)) {
                 word_puts(p, w, src, srclen);
                 word_mark(p, w, W_DYN | (dq || w->assign ? 0 : W_SPLIT));
@@ -586,6 +607,7 @@ p_arith(struct parser *p, struct wparse *w, bool dq, size_t skip, char close)
         word_walk(p, close);
         if (p->ev->stop)
                 return;
+        arith_source(p, p->s + start + skip, p->i - start - skip, lo);
         p->i++;
         if (close == ')') {
                 if (word_at(p, 0) != ')') {
@@ -690,6 +712,7 @@ p_bparam(struct parser *p, struct wparse *w, bool dq)
                 expand_var(p, w, p->s + ns, ne - ns, p->s + start, p->i - start, dq);
                 return;
         }
+        arith_bparam(p, p->s + ns, ne - ns, lo);
         word_puts(p, w, p->s + start, p->i - start);
         word_mark(p, w, W_DYN | (dq || w->assign ? 0 : W_SPLIT));
         if (p->ev->nunits > (size_t) lo) {
