@@ -91,6 +91,8 @@ analyze_add(struct eval *ev, int unit, const char *rule, const char *match, cons
 
         if (!r || rule_disabled(ev, r))
                 return;
+        if (!strcmp(rule, "parse.limit"))
+                ev->limited = true;
         nf.verdict = r->verdict;
         nf.flags = r->flags;
         nf.message = r->message;

@@ -20,6 +20,7 @@
  *   fsops.c    deletes, copies, permission changes, in-place edits, downloads
  *   system.c   signals, power, disks and devices, system administration
  *   net.c      network tools, remote execution, containers, secrets leaving
+ *   rescan.c   after a limit: the whole input again, flat, for what the floor rules look for
  *
  * Single-threaded per eval; the tables are immutable.
  */
@@ -192,7 +193,9 @@ struct eval {
         unsigned long steps, max_steps;
         size_t nwords;
         int nest;
-        bool stop; /* a limit or syntax error ended parsing */
+        bool stop;        /* a limit or syntax error ended parsing */
+        bool limited;     /* a parse.limit finding was added: rescan.c judges the input again */
+        size_t unit_base; /* the unit limit counts from here (rescan.c's payloads) */
         struct var *vars;
         size_t nvars, varcap;
         size_t var_floor; /* the payload being parsed sees vars[var_floor..), then its carrier's */
@@ -409,6 +412,14 @@ void carrier_payload(struct eval *ev, int k, const struct word *w, const char *w
 void carrier_note_fds(struct eval *ev, int k);
 /* Whether a fetcher (curl, wget, nc, …) produces what unit k reads on stdin. */
 bool carrier_stdin_remote(struct eval *ev, int k);
+
+/* ---- rescan.c ---- */
+
+/* After a limit: scans the whole command s[0..n) with a flat lexer and judges each command's
+ * name, options and floor operands, so that no limit weakens a verdict. */
+void rescan_input(struct eval *ev, const char *s, size_t n);
+/* The same for an argv exec. */
+void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 
 /* ---- inline.c ---- */
 

@@ -40,7 +40,7 @@ parse_tick(struct parser *p)
 int
 parse_new_unit(struct eval *ev, int level, int depth)
 {
-        if (ev->nunits >= POLICY_MAX_UNITS) {
+        if (ev->nunits - ev->unit_base >= POLICY_MAX_UNITS) {
                 parse_fail(ev, "parse.limit", "too many commands");
                 return -1;
         }

@@ -121,8 +121,20 @@ policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const 
                 parse_script(&ev, command, n, 0, 0);
                 analyze_units(&ev, 0);
         }
+        if (ev.limited)
+                rescan_input(&ev, command, strlen(command));
         analyze_finish(&ev, out);
         analyze_free(&ev);
+}
+
+static size_t
+argc_all(char *const *argv)
+{
+        size_t n = 0;
+
+        while (argv[n])
+                n++;
+        return n;
 }
 
 /* Judges an argv exec (no shell). */
@@ -155,6 +167,8 @@ policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *con
                 }
                 analyze_units(&ev, 0);
         }
+        if (ev.limited)
+                rescan_argv(&ev, argv, total > 0 ? argc_all(argv) : 0);
         analyze_finish(&ev, out);
         analyze_free(&ev);
 }

@@ -438,6 +438,88 @@ START_TEST(test_command_tables)
 }
 END_TEST
 
+/* ---- 8. limits never weaken a verdict: the rescan of what a limit left out ---- */
+
+static const struct {
+        const char *head, *rep;
+        size_t n;
+        const char *tail;
+        enum policy_verdict v;
+        const char *rule;
+} big_cases[] = {
+        {"rm -rf ", "a ", 60000, "/", D, "floor.rm-root"},
+        {"rm -rf ", "a ", 60000, "\"/\"", D, "floor.rm-root"},
+        {"rm -rf -- ", "a ", 60000, "~/", D, "floor.rm-home"},
+        {"rm ", "-r a ", 30000, "/usr", D, "floor.rm-system"},
+        {"echo ", "w ", 60000, "; rm -rf ~", D, "floor.rm-home"},
+        {"echo ", "w ", 60000, "\nrm -rf /", D, "floor.rm-root"},
+        {"", "sudo -E ", 30000, "rm -rf /", D, "floor.rm-root"},
+        {"", "env A=1 ", 30000, "rm -rf /", D, "floor.rm-root"},
+        {"", "nice ", 5000, "rm -rf /", D, "floor.rm-root"},
+        {"", "true; ", 5000, "rm -rf /", D, "floor.rm-root"},
+        {"cd /; ", "true; ", 5000, "rm -rf *", D, "floor.rm-root"},
+        {"chmod -R 777 ", "a ", 60000, "~", D, "floor.perm-root"},
+        {"x=$(echo ", "a ", 70000, "); kill -9 -1", D, "floor.kill-all"},
+        {"echo ", "a ", 70000, "> /dev/sda", D, "floor.write-dev"},
+        {"", "true | ", 5000, "bash -c 'rm -rf ~'", D, "floor.rm-home"},
+        /* a limit alone stays a question */
+        {"rm -rf ", "a ", 60000, "b", Q, "parse.limit"},
+        {"", "sudo -E ", 30000, "ls", Q, "parse.limit"},
+};
+
+static char *
+big_command(size_t i)
+{
+        size_t hl = strlen(big_cases[i].head), rl = strlen(big_cases[i].rep);
+        char *s = xmalloc(hl + rl * big_cases[i].n + strlen(big_cases[i].tail) + 1);
+        char *p = s + hl;
+
+        memcpy(s, big_cases[i].head, hl);
+        for (size_t j = 0; j < big_cases[i].n; j++, p += rl)
+                memcpy(p, big_cases[i].rep, rl);
+        strcpy(p, big_cases[i].tail);
+        return s;
+}
+
+START_TEST(test_limits_keep_floor)
+{
+        struct policy_ctx ctx = policy_test_ctx();
+        char *cmd = big_command((size_t) _i);
+        struct policy_result r;
+
+        policy_eval_command(pol, &ctx, cmd, &r);
+        ck_assert_msg(r.verdict == big_cases[_i].v, "big case %d [%s…%s]: got %s", _i,
+                      big_cases[_i].rep, big_cases[_i].tail, policy_verdict_name(r.verdict));
+        ck_assert_msg(policy_test_has_rule(&r, big_cases[_i].rule), "big case %d: %s missing", _i,
+                      big_cases[_i].rule);
+        ck_assert_msg(policy_test_has_rule(&r, "parse.limit"), "big case %d: no limit hit", _i);
+        policy_result_clear(&r);
+        free(cmd);
+}
+END_TEST
+
+/* An argv beyond 65 536 words keeps its floor too. */
+START_TEST(test_limits_keep_floor_argv)
+{
+        struct policy_ctx ctx = policy_test_ctx();
+        size_t n = 70003;
+        char **argv = xcalloc(n + 1, sizeof(char *));
+        struct policy_result r;
+
+        argv[0] = "rm";
+        argv[1] = "-rf";
+        for (size_t j = 2; j < n - 1; j++)
+                argv[j] = "a";
+        argv[n - 1] = "/";
+        policy_eval_argv(pol, &ctx, argv, &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "floor.rm-root"));
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
+        policy_result_clear(&r);
+        free(argv);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -456,6 +538,8 @@ suite(void)
         tcase_add_loop_test(tc, test_inline_allowlist, 0, (int) ARRAY_SIZE(inline_cases));
         tcase_add_test(tc, test_command_tables);
         tcase_add_test(tc, test_forkbomb_graph);
+        tcase_add_loop_test(tc, test_limits_keep_floor, 0, (int) ARRAY_SIZE(big_cases));
+        tcase_add_test(tc, test_limits_keep_floor_argv);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
         return s;
