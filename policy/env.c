@@ -22,6 +22,8 @@ enum env_how {
         EV_GITKEY,    /* a git config key that runs programs */
         EV_DAEMON,    /* another container daemon */
         EV_MAKEFLAGS, /* make options other than jobs, load, silence and keep-going */
+        EV_TRACE,     /* a file or socket to write to (a level or a boolean is harmless) */
+        EV_GIT,       /* where git finds its configuration: when the command runs git */
         EV_FORBIDDEN, /* never settable */
 };
 
@@ -39,6 +41,7 @@ static const struct env_rule env_rules[] = {
         {"LD_PROFILE", EV_ALWAYS, "env.inject"},
         {"LD_DEBUG_OUTPUT", EV_ALWAYS, "env.inject"},
         {"GCONV_PATH", EV_ALWAYS, "env.inject"},
+        {"GLIBC_TUNABLES", EV_ALWAYS, "env.inject"},
         {"DYLD_*", EV_ALWAYS, "env.inject"},
         /* shells */
         {"BASH_ENV", EV_ALWAYS, "env.inject"},
@@ -60,6 +63,10 @@ static const struct env_rule env_rules[] = {
         {"PYTHONINSPECT", EV_ALWAYS, "env.inject"},
         {"PYTHONBREAKPOINT", EV_ALWAYS, "env.inject"},
         {"PYTHONUSERBASE", EV_ALWAYS, "env.inject"},
+        {"PYTHONWARNINGS", EV_ALWAYS, "env.inject"}, /* a category imports its module */
+        {"LUA_INIT*", EV_ALWAYS, "env.inject"},      /* code or @file run first */
+        {"LUA_PATH*", EV_ALWAYS, "env.inject"},
+        {"LUA_CPATH*", EV_ALWAYS, "env.inject"},
         {"NODE_OPTIONS", EV_ALWAYS, "env.inject"},
         {"NODE_PATH", EV_ALWAYS, "env.inject"},
         {"PERL5OPT", EV_ALWAYS, "env.inject"},
@@ -89,6 +96,10 @@ static const struct env_rule env_rules[] = {
         {"GIT_ASKPASS", EV_ALWAYS, "env.inject"},
         {"GIT_TEMPLATE_DIR", EV_ALWAYS, "env.inject"},
         {"GIT_DIR", EV_ALWAYS, "env.inject"},
+        {"GIT_WORK_TREE", EV_ALWAYS, "env.inject"},
+        {"GIT_TRACE*", EV_TRACE, "env.inject"},
+        {"HOME", EV_GIT, "env.inject"},
+        {"XDG_CONFIG_HOME", EV_GIT, "env.inject"},
         {"GIT_PAGER", EV_PROGRAM, "env.inject"},
         {"GIT_EDITOR", EV_PROGRAM, "env.inject"},
         {"GIT_SEQUENCE_EDITOR", EV_PROGRAM, "env.inject"},
@@ -248,10 +259,33 @@ makeflags_safe(const char *v)
         return true;
 }
 
+/* A trace variable's value that only sets a level or turns tracing on or off (to stderr). */
+static bool
+trace_harmless(const char *v)
+{
+        static const char *const words[] = {"true", "false", "yes", "no", "on", "off", NULL};
+
+        return strspn(v, "0123456789") == strlen(v) || analyze_in(v, words);
+}
+
+/* Whether the command runs git (any unit, after the usual wrappers). */
+static bool
+runs_git(struct eval *ev)
+{
+        for (size_t j = 0; j < ev->nunits; j++)
+                if (!strcmp(analyze_unit_name(ev, &ev->units[j]), "git"))
+                        return true;
+        return false;
+}
+
 static bool
 value_risky(struct eval *ev, const struct env_rule *r, const char *v, bool dyn, bool request)
 {
         switch (r->how) {
+        case EV_TRACE:
+                return dyn || !trace_harmless(v);
+        case EV_GIT:
+                return (dyn || *v) && runs_git(ev);
         case EV_ALWAYS:
         case EV_DAEMON:
                 return dyn || *v;

@@ -107,8 +107,6 @@ policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const 
 
         analyze_init(&ev, p, ctx, MIN(n, (size_t) POLICY_MAX_INPUT));
         ev.input = command;
-        if (ctx)
-                env_check_request(&ev, ctx->request_env);
         /* A limit or a strange byte never hides what bash would still run: the finding is
          * added, and the (first 256 KiB of the) command is judged all the same. */
         if (n > POLICY_MAX_INPUT) {
@@ -121,6 +119,8 @@ policy_eval_command(const struct policy *p, const struct policy_ctx *ctx, const 
                 parse_script(&ev, command, n, 0, 0);
                 analyze_units(&ev, 0);
         }
+        if (ctx) /* after the units: some variables matter only to what runs (HOME to git) */
+                env_check_request(&ev, ctx->request_env);
         if (ev.limited)
                 rescan_input(&ev, command, strlen(command));
         analyze_finish(&ev, out);
@@ -150,8 +150,6 @@ policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *con
                 argc++;
         }
         analyze_init(&ev, p, ctx, total);
-        if (ctx)
-                env_check_request(&ev, ctx->request_env);
         if (total > POLICY_MAX_INPUT || argc > 65536) {
                 analyze_add(&ev, -1, "parse.limit", "argv larger than 256 KiB", NULL);
                 argc = MIN(argc, (size_t) 65536); /* what is judged is judged all the same */
@@ -167,6 +165,8 @@ policy_eval_argv(const struct policy *p, const struct policy_ctx *ctx, char *con
                 }
                 analyze_units(&ev, 0);
         }
+        if (ctx)
+                env_check_request(&ev, ctx->request_env);
         if (ev.limited)
                 rescan_argv(&ev, argv, total > 0 ? argc_all(argv) : 0);
         analyze_finish(&ev, out);

@@ -184,6 +184,18 @@ static const struct {
         {"PATH", ":/usr/bin", Q, "env.path"},
         {"PATH", "/usr/local/bin:/usr/bin:/bin:/home/user/.local/bin", A, NULL},
         {"DOCKER_HOST", "tcp://10.0.0.1:2375", Q, "docker.daemon-redirect"},
+        {"GIT_TRACE", "/tmp/t", Q, "env.inject"},
+        {"GIT_TRACE_PACKET", "/home/user/.bashrc", Q, "env.inject"},
+        {"GIT_TRACE2_EVENT", "af_unix:/tmp/s", Q, "env.inject"},
+        {"GIT_TRACE", "1", A, NULL},
+        {"GIT_TRACE2", "true", A, NULL},
+        {"GIT_WORK_TREE", "/", Q, "env.inject"},
+        {"LUA_INIT", "os.execute('id')", Q, "env.inject"},
+        {"LUA_INIT_5_4", "@/tmp/x.lua", Q, "env.inject"},
+        {"GLIBC_TUNABLES", "glibc.malloc.mxfast=1", Q, "env.inject"},
+        {"PYTHONWARNINGS", "ignore::evil.Category", Q, "env.inject"},
+        {"HOME", "/tmp/h", A, NULL}, /* ls does not read a config from it; git does */
+        {"XDG_CONFIG_HOME", "/tmp/c", A, NULL},
         {"FOO", "bar", A, NULL},
         {"NODE_ENV", "production", A, NULL},
         {"LANG", "C.UTF-8", A, NULL},
@@ -215,6 +227,24 @@ START_TEST(test_request_env)
         free(pre);
         json_decref(spec);
         json_decref(env);
+}
+END_TEST
+
+/* HOME and XDG_CONFIG_HOME say where git reads its config (core.fsmonitor, aliases …). */
+START_TEST(test_request_env_git)
+{
+        static const char *const names[] = {"HOME", "XDG_CONFIG_HOME"};
+        static const char *const cmds[] = {"git status", "cd sub && git log", "sudo git diff"};
+
+        for (size_t n = 0; n < ARRAY_SIZE(names); n++) {
+                struct policy_ctx ctx = policy_test_ctx();
+                json_t *env = json_pack("{s:s}", names[n], "/tmp/evil");
+                ctx.request_env = env;
+                for (size_t c = 0; c < ARRAY_SIZE(cmds); c++)
+                        expect(&ctx, cmds[c], POLICY_ASK, "env.inject", names[n]);
+                expect(&ctx, "ls -la", POLICY_ALLOW, NULL, names[n]);
+                json_decref(env);
+        }
 }
 END_TEST
 
@@ -532,6 +562,7 @@ suite(void)
         tcase_add_test(tc, test_approvals_bind_the_payload);
         tcase_add_test(tc, test_long_subjects_are_digests);
         tcase_add_loop_test(tc, test_request_env, 0, (int) ARRAY_SIZE(env_cases));
+        tcase_add_test(tc, test_request_env_git);
         tcase_add_test(tc, test_context_env_and_home);
         tcase_add_test(tc, test_context_stdin);
         tcase_add_test(tc, test_opts);

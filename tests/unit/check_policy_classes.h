@@ -571,6 +571,20 @@ static const struct ccase ccases[] = {
         {12, "fc -l", A, NULL},
         {12, "compgen -W 'start stop' st", A, NULL},
 
+        /* 19. the environment table (env.c): variables that change what git and others do */
+        {19, "HOME=/tmp/h git status", Q, "env.inject"},
+        {19, "XDG_CONFIG_HOME=/tmp/c git log", Q, "env.inject"},
+        {19, "env HOME=/tmp/h git log", Q, "env.inject"},
+        {19, "export HOME=/tmp/h; git log", Q, "env.inject"},
+        {19, "HOME=/tmp/h ls", A, NULL},
+        {19, "GIT_TRACE=/tmp/t git status", Q, "env.inject"},
+        {19, "GIT_TRACE_SETUP=$HOME/.bashrc git status", Q, "env.inject"},
+        {19, "GIT_TRACE=2 git status", A, NULL},
+        {19, "env GIT_WORK_TREE=/ git checkout .", Q, "env.inject"},
+        {19, "LUA_INIT=@/tmp/x.lua lua script.lua", Q, "env.inject"},
+        {19, "export GLIBC_TUNABLES=glibc.malloc.x=1", Q, "env.inject"},
+        {19, "PYTHONWARNINGS=ignore::evil.C python3 t.py", Q, "env.inject"},
+
         /* 10. the request's own context: stdin, env (see also check_policy_classes.c) */
 
         /* 11. fewer needless questions */
