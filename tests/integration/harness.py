@@ -196,6 +196,22 @@ class Client:
         return "".join(p["data"] for p in out)
 
 
+
+def needs_root(reason):
+    """Class decorator: a test class that must run as root. Outside CI it skips when not
+    root; in CI (SANDBOXD_CI=1, which runs as root) not being root fails the class, so a
+    skip is never passed off as a pass."""
+    def wrap(cls):
+        if os.geteuid() == 0:
+            return cls
+        if os.environ.get("SANDBOXD_CI") == "1":
+            def setUpClass(c):
+                raise AssertionError("SANDBOXD_CI=1 but not root (%s): run as root" % reason)
+            cls.setUpClass = classmethod(setUpClass)
+            return cls
+        return unittest.skip(reason)(cls)
+    return wrap
+
 def b64(s):
     return base64.b64encode(s if isinstance(s, bytes) else s.encode()).decode()
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError
+from harness import SANDBOXD, Daemon, RpcError, needs_root
 from test_identity import NOBODY, as_nobody
 from test_docker import (IMAGE, config, docker, docker_api, remove_instance_containers,
                          require_docker)
@@ -22,7 +22,7 @@ def rules(error):
     return [f["rule"] for f in (error.get("data") or {}).get("findings", [])]
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@needs_root("needs root to act as a second uid")
 class UnprivilegedEscapes(unittest.TestCase):
     """nobody against a root daemon: every spelling that reaches host root is refused."""
 

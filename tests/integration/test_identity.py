@@ -6,7 +6,7 @@ import sys
 import textwrap
 import unittest
 
-from harness import SANDBOXCTL, Daemon, RpcError
+from harness import SANDBOXCTL, Daemon, RpcError, needs_root
 
 NOBODY = 65534
 
@@ -43,7 +43,7 @@ def as_nobody(socket_path, calls, decision=None):
     return json.loads(p.stdout)
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@needs_root("needs root to act as a second uid")
 class NobodyTest(unittest.TestCase):
     """A root daemon that nobody may use too (extra config lines in `config`)."""
     config = ""
@@ -105,7 +105,7 @@ class SecondUid(NobodyTest):
         root.close()
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@needs_root("needs root to act as a second uid")
 class SocketPermission(unittest.TestCase):
     def test_eacces_says_permission_denied(self):
         """A socket the uid may not open: not "is sandboxd running?" (issue 17)."""
@@ -125,7 +125,7 @@ class SocketPermission(unittest.TestCase):
             d.stop()
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@needs_root("needs root to act as a second uid")
 class NotAllowed(unittest.TestCase):
     def test_unlisted_uid_is_refused(self):
         d = Daemon("[daemon]\nsocket_group = nogroup\n")

@@ -3,7 +3,7 @@ the process is non-dumpable, so a child cannot read them through /proc/$PPID/env
 import os
 import unittest
 
-from harness import Daemon
+from harness import Daemon, needs_root
 from test_identity import NOBODY
 
 SECRETS = {"DAYTONA_API_KEY": "sekrit-daytona-1", "MODAL_TOKEN_SECRET": "sekrit-modal-2",
@@ -31,7 +31,7 @@ class SecretsTest(unittest.TestCase):
             self.assertNotIn(v, text)
 
 
-@unittest.skipIf(os.geteuid() != 0, "the daemon as root")
+@needs_root("the daemon as root")
 class RootDaemon(SecretsTest):
     def test_child_reads_no_credentials(self):
         # Root may read any process's environ: only erasing the values protects them.
@@ -44,7 +44,7 @@ class RootDaemon(SecretsTest):
         self.assertNoSecret(self.c.call("exec", {"argv": ["env"]})["stdout"])
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to run the daemon as another uid")
+@needs_root("needs root to run the daemon as another uid")
 class UserDaemon(SecretsTest):
     """A user service: its commands run as its own uid, which could read a dumpable daemon.
     (The test connects as root, whose home the daemon cannot enter: execs use cwd /tmp.)"""
