@@ -190,6 +190,30 @@ h_rm(struct eval *ev, int k, const struct word *av, size_t ac)
         return 0;
 }
 
+/* A recursive delete of everything below w that is not in the source (rsync --delete):
+ * the floor for /, a system directory or home (elsewhere it is the copy's own write). */
+void
+fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all)
+{
+        enum target t = paths_classify(ev, w, true);
+
+        if (t != T_NONE)
+                analyze_add(ev, k, floor_rm[t], all, w->s);
+}
+
+/* unlink FILE: a delete of one file (a start-up or credential file is a write to it). */
+static int
+h_unlink(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        static const struct optspec sp = {"", NULL, 0};
+        struct optres r;
+
+        opts_parse(ev, &sp, av, ac, 1, &r);
+        for (size_t j = 0; j < r.nops; j++)
+                paths_check_write(ev, k, r.ops[j], true);
+        return 0;
+}
+
 /* ---- find ---- */
 
 static bool
@@ -616,10 +640,10 @@ h_crontab(struct eval *ev, int k, const struct word *av, size_t ac)
 }
 
 static const struct cmd cmds[] = {
-        {"chgrp", h_perm},        {"chmod", h_perm}, {"chown", h_perm}, {"cp", h_copy},
-        {"crontab", h_crontab},   {"dd", h_dd},      {"find", h_find},  {"install", h_copy},
-        {"ln", h_copy},           {"mv", h_copy},    {"rm", h_rm},      {"tee", h_tee},
-        {"truncate", h_truncate},
+        {"chgrp", h_perm},        {"chmod", h_perm},    {"chown", h_perm}, {"cp", h_copy},
+        {"crontab", h_crontab},   {"dd", h_dd},         {"find", h_find},  {"install", h_copy},
+        {"ln", h_copy},           {"mv", h_copy},       {"rm", h_rm},      {"tee", h_tee},
+        {"truncate", h_truncate}, {"unlink", h_unlink},
 };
 
 const struct cmd_table fsops_cmds = {cmds, ARRAY_SIZE(cmds)};

@@ -421,6 +421,12 @@ void rescan_input(struct eval *ev, const char *s, size_t n);
 /* The same for an argv exec. */
 void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 
+/* ---- fsops.c ---- */
+
+/* The floor of a recursive delete of the tree w (rsync --delete) for unit k; all is the
+ * command shown. */
+void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
+
 /* ---- inline.c ---- */
 
 enum inline_lang {

@@ -17,6 +17,8 @@ enum {
         O_DATA,
         O_ASKPASS,
         O_EXEC,
+        O_DELETE,
+        O_RMSRC,
 };
 
 /* ---- curl and wget ---- */
@@ -354,7 +356,15 @@ h_rsync(struct eval *ev, int k, const struct word *av, size_t ac)
                                             {"out-format", OPT_REQ, O_OTHER},
                                             {"info", OPT_REQ, O_OTHER},
                                             {"debug", OPT_REQ, O_OTHER},
-                                            {"delete", OPT_NONE, O_OTHER},
+                                            {"delete", OPT_NONE, O_DELETE},
+                                            {"del", OPT_NONE, O_DELETE},
+                                            {"delete-before", OPT_NONE, O_DELETE},
+                                            {"delete-during", OPT_NONE, O_DELETE},
+                                            {"delete-delay", OPT_NONE, O_DELETE},
+                                            {"delete-after", OPT_NONE, O_DELETE},
+                                            {"delete-excluded", OPT_NONE, O_DELETE},
+                                            {"delete-missing-args", OPT_NONE, O_DELETE},
+                                            {"remove-source-files", OPT_NONE, O_RMSRC},
                                             {NULL, 0, 0}};
         static const struct optspec sp = {"e:f:T:B:M:avrRlLkKHpEogDtSnWxuzcbqihPC0867", longs, 0};
         const char *all = analyze_join(ev, av, ac);
@@ -389,6 +399,13 @@ h_rsync(struct eval *ev, int k, const struct word *av, size_t ac)
         ev->units[k].net = remote;
         if (r.nops >= 2 && !is_remote(r.ops[r.nops - 1]->s))
                 paths_check_write(ev, k, r.ops[r.nops - 1], false);
+        /* --delete* empties the destination of what the source lacks; --remove-source-files
+         * deletes every file it sent: both recursive deletes */
+        if (opts_has(&r, O_DELETE) && r.nops >= 2 && !is_remote(r.ops[r.nops - 1]->s))
+                fsops_delete_tree(ev, k, r.ops[r.nops - 1], all);
+        for (size_t j = 0; opts_has(&r, O_RMSRC) && j + 1 < r.nops; j++)
+                if (!is_remote(r.ops[j]->s))
+                        fsops_delete_tree(ev, k, r.ops[j], all);
         return 0;
 }
 

@@ -571,6 +571,30 @@ static const struct ccase ccases[] = {
         {12, "fc -l", A, NULL},
         {12, "compgen -W 'start stop' st", A, NULL},
 
+        /* 15. deletes by other names: rsync --delete* empties its destination, --remove-source-
+         * files its sources; unlink of a start-up or credential file is a write to it */
+        {15, "rsync -a --delete /tmp/empty/ ~/", D, "floor.rm-home"},
+        {15, "rsync -a --delete /tmp/empty/ $HOME", D, "floor.rm-home"},
+        {15, "rsync -a --delete-after /tmp/empty/ /", D, "floor.rm-root"},
+        {15, "rsync -rv --delete-before /tmp/e/ /usr/", D, "floor.rm-system"},
+        {15, "rsync -a --del /tmp/e/ /etc", D, "floor.rm-system"},
+        {15, "rsync -a --delete-excluded --exclude x src/ ~", D, "floor.rm-home"},
+        {15, "rsync -a --delete-delay src/ /home/user", D, "floor.rm-home"},
+        {15, "sudo rsync -aHAX --delete /tmp/e/ /", D, "floor.rm-root"},
+        {15, "rsync -a --remove-source-files ~/ /tmp/backup/", D, "floor.rm-home"},
+        {15, "rsync -a --delete src/ /tmp/dst/", A, NULL},
+        {15, "rsync -a --delete src/ dst/", A, NULL},
+        {15, "rsync -a src/ ~/", A, NULL},
+        {15, "unlink ~/.bashrc", Q, "write.startup"},
+        {15, "unlink ~/.profile", Q, "write.startup"},
+        {15, "unlink -- ~/.gitconfig", Q, "write.startup"},
+        {15, "unlink ~/.ssh/id_ed25519", Q, "write.credential"},
+        {15, "unlink ~/.aws/credentials", Q, "write.credential"},
+        {15, "unlink /etc/passwd", Q, "write.system"},
+        {15, "rm ~/.bash_profile", Q, "write.startup"},
+        {15, "rm -f ~/.ssh/authorized_keys", Q, "write.credential"},
+        {15, "unlink build/tmp.o", A, NULL},
+
         /* 19. the environment table (env.c): variables that change what git and others do */
         {19, "HOME=/tmp/h git status", Q, "env.inject"},
         {19, "XDG_CONFIG_HOME=/tmp/c git log", Q, "env.inject"},
