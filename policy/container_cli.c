@@ -16,7 +16,7 @@
 #include "policy/container_int.h"
 #include "protocol/util.h"
 
-#define W_OPAQUE (W_DYN | W_SPLIT | W_SUB | W_GLOB)
+#define W_OPAQUE (W_DYN | W_SPLIT | W_GLOB) /* a static $(echo …), $(pwd) is known */
 
 struct cli {
         struct cjudge j;
@@ -418,6 +418,13 @@ apply(struct cli *c, const struct cli_flag *f, const char *v, const struct word 
 {
         if (!f->fn)
                 return;
+        bool mount = f->fn == ap_mount || (f->field && !strcmp(f->field, "Binds"));
+        if (w && (w->flags & W_OPAQUE) && mount) {
+                /* a mount whose source is only known at run time may be any host path */
+                cj_add(&c->j, "container.mount-unresolved",
+                       cj_fmt(&c->j, "--%s %s (only known at run time)", f->name, v));
+                return;
+        }
         if (w && (w->flags & W_OPAQUE)) {
                 unknown(c, cj_fmt(&c->j, "--%s %s (only known at run time)", f->name, v));
                 return;
@@ -682,8 +689,13 @@ volume_create(struct cli *c, const struct word *av, size_t ac)
                 bool opaque =
                         (av[i].flags & W_OPAQUE) || (i + 1 < ac && (av[i + 1].flags & W_OPAQUE));
                 if ((v = flag_value(av, ac, &i, 'o', "opt")) && opaque) {
-                        unknown(c,
-                                cj_fmt(&c->j, "volume create -o %s (only known at run time)", v));
+                        const char *what =
+                                cj_fmt(&c->j, "volume create -o %s (only known at run time)", v);
+                        /* a device only known at run time may be any host path */
+                        if (!strncmp(v, "device=", 7))
+                                cj_add(&c->j, "container.mount-unresolved", what);
+                        else
+                                unknown(c, what);
                 } else if (v && strchr(v, '=')) {
                         char *k = xstrndup(v, strcspn(v, "="));
                         json_object_set_new(opts, k, json_string(strchr(v, '=') + 1));

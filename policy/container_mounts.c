@@ -9,6 +9,7 @@
  * is accepted at all: Docker mounts it with root's rights, after the check (a symlink swapped in
  * between reaches any file), and root in the container could plant set-uid files in it.
  */
+#include <ctype.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -531,6 +532,13 @@ bind_one(struct cjudge *j, const char *param, json_t *e, const char *driver)
         const char *b = json_string_value(e);
         char *dup = arena_strdup(&j->ev->ar, b ? b : ""), *parts[4] = {0};
         size_t n = 0;
+
+        if (j->cli && b && isalpha((unsigned char) b[0]) && b[1] == ':' &&
+            (b[2] == '\\' || b[2] == '/')) {
+                /* C:\… or C:/…: a Windows host path (Docker Desktop), any host path here */
+                cj_add(j, "container.mount-unresolved", b);
+                return;
+        }
 
         for (char *p = dup; p && n < 4; n++) {
                 parts[n] = p;

@@ -1235,6 +1235,16 @@ word_echo_output(struct eval *ev, const struct unit *u)
                 if (u->argv[j].flags & (W_DYN | W_GLOB | W_SUB))
                         return NULL;
         const char *n = u->argv[0].s;
+        if (!strcmp(n, "pwd") && (u->argc == 1 || !strcmp(u->argv[1].s, "-L")) && u->argc <= 2) {
+                /* the starting cwd until a cd is parsed ($(pwd)/.. is the parent) */
+                if (ev->cd_seen || !ev->start_cwd)
+                        return NULL;
+                size_t l = strlen(ev->start_cwd);
+                char *s = arena_alloc(&ev->ar, l + 2);
+                memcpy(s, ev->start_cwd, l);
+                s[l] = '\n';
+                return s;
+        }
         if (!strcmp(n, "printf")) {
                 if (u->argc < 2 || !printf_output(u, out, &o))
                         return NULL;

@@ -617,11 +617,17 @@ static const struct ccase ccases[] = {
         {"docker run -v ./src:/src img", A, NULL},
         {"docker run -v ~/.ssh:/s img", D, "container.mount-credential"},
         {"docker run -v ~root/x:/s img", D, "container.mount-system"},
-        {"docker run -v ~nosuchuser42/x:/s img", Q, "container.cli-unknown"},
+        {"docker run -v ~nosuchuser42/x:/s img", D, "container.mount-unresolved"},
         {"docker run -v x/y:/s img", D, "container.mount-unresolved"},
-        {"docker run -v \"$X\":/h img", Q, "container.cli-unknown"},
-        {"docker run -v \"$(pwd)\":/w img", Q, "container.cli-unknown"},
-        {"docker run -v 'C:\\x:/y' img", Q, "container.cli-unknown"},
+        {"docker run -v \"$X\":/h img", D, "container.mount-unresolved"},
+        {"docker run -v $X/y:/h img", D, "container.mount-unresolved"},
+        {"podman run --volume=\"$(cat f)\":/h img", D, "container.mount-unresolved"},
+        {"docker run --mount type=bind,src=$S,dst=/h img", D, "container.mount-unresolved"},
+        {"docker run -v \"$(pwd)/..\":/w img", D, "container.mount-credential"},
+        {"docker run -v \"$(pwd)\":/w img", A, NULL},
+        {"cd /tmp; docker run -v \"$(pwd)\":/w img", D, "container.mount-unresolved"},
+        {"docker run -v 'C:\\x:/y' img", D, "container.mount-unresolved"},
+        {"docker run -v C:/Users:/y img", D, "container.mount-unresolved"},
         {"docker run --mount type=volume,volume-opt=type=none,volume-opt=o=bind,"
          "volume-opt=device=/,dst=/h img",
          D, "container.mount-root"},
@@ -707,7 +713,8 @@ static const struct ccase ccases[] = {
         {"docker volume create --opt=type=nfs --opt=o=addr=1.2.3.4 v", D, "container.volume-netfs"},
         {"docker volume create -d rexray v", D, "container.volume-driver"},
         {"docker volume create v", A, NULL},
-        {"docker volume create -o device=\"$D\" -o o=bind v", Q, "container.cli-unknown"},
+        {"docker volume create -o device=\"$D\" -o o=bind v", D, "container.mount-unresolved"},
+        {"docker volume create -o \"$O\" v", Q, "container.cli-unknown"},
 };
 
 START_TEST(test_cli)
