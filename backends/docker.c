@@ -1182,6 +1182,43 @@ docker_label_volumes(json_t *mounts, const struct sandbox_spec *spec)
         }
 }
 
+/* The HostConfig keys that carry a resource limit the sandbox reports as enforced by
+ * docker: docker.host_config may not set them when the spec's resources do. */
+static const struct {
+        const char *resource;
+        const char *key;
+} docker_res_keys[] = {
+        {"memory_mb", "Memory"}, {"memory_mb", "MemorySwap"}, {"cpus", "NanoCpus"},
+        {"cpus", "CpuQuota"},    {"cpus", "CpuPeriod"},       {"pids", "PidsLimit"},
+};
+
+static bool
+docker_res_set(const struct sandbox_spec *spec, const char *resource)
+{
+        if (!strcmp(resource, "memory_mb"))
+                return spec->res.memory_mb > 0;
+        if (!strcmp(resource, "cpus"))
+                return spec->res.cpus > 0;
+        return spec->res.pids > 0;
+}
+
+/* Refuses a docker.host_config that would silently override resources.* (-32602). */
+static int
+docker_res_conflict(const struct sandbox_spec *spec, json_t *over, struct sbx_error *err)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(docker_res_keys); i++) {
+                const char *r = docker_res_keys[i].resource, *k = docker_res_keys[i].key;
+                if (!json_object_get(over, k) || !docker_res_set(spec, r))
+                        continue;
+                sbx_error_param(err, "docker.host_config",
+                                "docker.host_config.%s conflicts with resources.%s: set the "
+                                "limit in one of them",
+                                k, r);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static json_t *
 docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, struct sbx_error *err)
 {
@@ -1226,6 +1263,11 @@ docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, str
         /* docker.host_config merges over the defaults, key by key (a copy: the spec is the
          * sandbox's and stays as it was given). */
         json_t *over = json_deep_copy(json_object_get(spec->section, "host_config"));
+        if (docker_res_conflict(spec, over, err) < 0) {
+                json_decref(over);
+                json_decref(hc);
+                return NULL;
+        }
         json_object_update(hc, over);
         json_decref(over);
         return hc;

@@ -488,6 +488,20 @@ class DockerPolicy(DockerDaemonTest):
     def test_privileged_denied(self):
         self.assertDenied(docker={"host_config": {"Privileged": True}})
 
+    def test_host_config_cannot_undo_resources(self):
+        # docker.host_config merges over the defaults: a limit there would silently replace
+        # resources.* while the sandbox still reports it as enforced by docker.
+        for res, hc, key in (({"memory_mb": 64}, {"Memory": 0}, "Memory"),
+                             ({"memory_mb": 64}, {"MemorySwap": -1}, "MemorySwap"),
+                             ({"cpus": 1}, {"NanoCpus": 0}, "NanoCpus"),
+                             ({"cpus": 0.5}, {"CpuQuota": -1}, "CpuQuota")):
+            with self.subTest(key=key), self.assertRaises(RpcError) as cm:
+                self.create(resources=res, docker={"host_config": hc})
+            self.assertEqual(cm.exception.code, -32602, cm.exception.message)
+            self.assertIn("docker.host_config.%s" % key, cm.exception.message)
+            self.assertIn("resources.%s" % next(iter(res)), cm.exception.message)
+        self.assertEqual(self.c.call("sandbox.list", {"backend": "docker"})["sandboxes"], [])
+
     def test_etc_bind_denied(self):
         self.assertDenied(mounts=[{"type": "bind", "source": "/etc", "target": "/hostetc"}])
 
