@@ -292,9 +292,11 @@ stream_subject(struct eval *ev, const char *what, const char *who)
         return s;
 }
 
-/* Judges code coming from a source into a shell (parsed) or an interpreter. */
+/* Judges code coming from a source into a shell (parsed), a tool with a judge for its own
+ * language (fn), or an interpreter. */
 static void
-judge_source(struct eval *ev, int k, const struct source *s, const char *who, bool is_shell)
+judge_source(struct eval *ev, int k, const struct source *s, const char *who, bool is_shell,
+             carrier_text_fn fn)
 {
         bool same = !strcmp(who, "source"); /* . and source run it in this shell */
 
@@ -304,7 +306,9 @@ judge_source(struct eval *ev, int k, const struct source *s, const char *who, bo
         case SRC_NONE:
                 return;
         case SRC_LITERAL:
-                if (is_shell)
+                if (fn)
+                        fn(ev, k, s->text, who);
+                else if (is_shell)
                         analyze_shell_payload(ev, k, s->text, who, same);
                 else if (!inline_harmless(lang_of(who), s->text))
                         analyze_add(ev, k, "exec.inline-code", who,
@@ -315,7 +319,9 @@ judge_source(struct eval *ev, int k, const struct source *s, const char *who, bo
                 if (!paths_was_written(ev, s->file, &content))
                         return;
                 analyze_add(ev, k, "exec.write-then-run", s->file->s, s->file->s);
-                if (content && is_shell)
+                if (content && fn)
+                        fn(ev, k, content, who);
+                else if (content && is_shell)
                         analyze_shell_payload(ev, k, content, who, same);
                 else if (content && !inline_harmless(lang_of(who), content))
                         analyze_add(ev, k, "exec.inline-code", who,
@@ -341,7 +347,17 @@ carrier_stdin(struct eval *ev, int k, const char *who, bool is_shell)
         struct source s;
 
         stdin_source(ev, k, &s, 0);
-        judge_source(ev, k, &s, who, is_shell);
+        judge_source(ev, k, &s, who, is_shell, NULL);
+}
+
+/* A tool that reads its commands from stdin (ed, gdb, sqlite3, ex, awk -f -). */
+void
+carrier_stdin_tool(struct eval *ev, int k, const char *who, carrier_text_fn fn)
+{
+        struct source s;
+
+        stdin_source(ev, k, &s, 0);
+        judge_source(ev, k, &s, who, false, fn);
 }
 
 /* Whether what unit k reads on stdin comes from the network. */
@@ -354,9 +370,9 @@ carrier_stdin_remote(struct eval *ev, int k)
         return s.kind == SRC_REMOTE;
 }
 
-/* A script operand of a shell, an interpreter or source. */
-void
-carrier_script(struct eval *ev, int k, const struct word *w, const char *who, bool is_shell)
+static void
+script_source(struct eval *ev, int k, const struct word *w, const char *who, bool is_shell,
+              carrier_text_fn fn)
 {
         struct source s = {.what = w->s};
 
@@ -372,7 +388,26 @@ carrier_script(struct eval *ev, int k, const struct word *w, const char *who, bo
                 s.kind = p && paths_device(p) == DEV_NET ? SRC_REMOTE : SRC_FILE;
                 s.file = w;
         }
-        judge_source(ev, k, &s, who, is_shell);
+        judge_source(ev, k, &s, who, is_shell, fn);
+}
+
+/* A script operand of a shell, an interpreter or source. */
+void
+carrier_script(struct eval *ev, int k, const struct word *w, const char *who, bool is_shell)
+{
+        script_source(ev, k, w, who, is_shell, NULL);
+}
+
+/* A script file of a tool (awk -f, sed -f, make -f): "-" and /dev/stdin are its stdin. */
+void
+carrier_script_tool(struct eval *ev, int k, const struct word *w, const char *who,
+                    carrier_text_fn fn)
+{
+        if (analyze_lit(w) && !strcmp(w->s, "-")) {
+                carrier_stdin_tool(ev, k, who, fn);
+                return;
+        }
+        script_source(ev, k, w, who, false, fn);
 }
 
 /* A payload word: parsed when literal, ASK when not. */
@@ -614,8 +649,17 @@ h_interp(struct eval *ev, int k, const struct word *av, size_t ac)
         }
         if (interp_code(ev, k, it, &r, n))
                 return 0;
-        if ((!strcmp(it->name, "python") || !strcmp(it->name, "pypy")) && opts_has(&r, 'm'))
+        bool py = !strcmp(it->name, "python") || !strcmp(it->name, "pypy");
+        if (py && opts_has(&r, 'm')) {
+                /* the modules that are a prompt read their commands from stdin */
+                static const char *const repls[] = {"code",    "pdb",      "asyncio", "IPython",
+                                                    "bpython", "ptpython", "idlelib", NULL};
+                if (opts_val(&r, 'm') && analyze_in(opts_val(&r, 'm')->s, repls))
+                        carrier_stdin(ev, k, n, false);
                 return 0;
+        }
+        if (py && opts_has(&r, 'i') && r.nops > 0) /* -i: a prompt after the script */
+                carrier_stdin(ev, k, n, false);
         if (r.nops > 0 && !(analyze_lit(r.ops[0]) && !strcmp(r.ops[0]->s, "-")))
                 carrier_script(ev, k, r.ops[0], n, false);
         else if (!opts_has(&r, 'V') && !opts_has(&r, 'v') && !opts_has(&r, 'h'))

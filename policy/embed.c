@@ -155,6 +155,12 @@ awk_program(struct eval *ev, int k, const char *s)
         }
 }
 
+static void
+awk_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        awk_program(ev, k, text);
+}
+
 static int
 h_awk(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -182,6 +188,8 @@ h_awk(struct eval *ev, int k, const struct word *av, size_t ac)
                         if (!opts_has(&r, 'S'))
                                 awk_program(ev, k, o->val->s);
                 }
+                if ((o->id == 'f' || o->id == 'E') && o->val)
+                        carrier_script_tool(ev, k, o->val, "awk", awk_text);
                 prog = prog || o->id == 'f' || o->id == 'E';
         }
         if (!prog && r.nops > 0 && !opts_has(&r, 'S')) {
@@ -259,6 +267,12 @@ sed_script(struct eval *ev, int k, const char *s)
         }
 }
 
+static void
+sed_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        sed_script(ev, k, text);
+}
+
 static int
 h_sed(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -281,6 +295,8 @@ h_sed(struct eval *ev, int k, const struct word *av, size_t ac)
                 const struct optocc *o = &r.o[j];
                 if (o->id == 'e' || o->id == 'f')
                         script = true;
+                if (o->id == 'f' && o->val && !opts_has(&r, O_SANDBOX))
+                        carrier_script_tool(ev, k, o->val, "sed", sed_text);
                 if (o->id == 'e' && o->val && !opts_has(&r, O_SANDBOX)) {
                         if (analyze_lit(o->val))
                                 sed_script(ev, k, o->val->s);
@@ -362,26 +378,33 @@ sql_text(struct eval *ev, int k, const char *s, const char *who)
         }
 }
 
-/* The heredoc, here-string or literal pipe a client reads its script from. */
 static void
-sql_stdin(struct eval *ev, int k, const char *who)
+sql_stdin_text(struct eval *ev, int k, const char *text, const char *who)
 {
-        const struct unit *u = &ev->units[k];
+        sql_text(ev, k, text, who);
+}
 
-        for (size_t r = 0; r < u->nredir; r++) {
-                const struct redir *rd = &u->redir[r];
-                if (rd->kind == RD_HEREDOC && rd->body)
-                        sql_text(ev, k, rd->body, who);
-                else if (rd->kind == RD_HERESTR)
-                        sql_text(ev, k, rd->target.s, who);
+/* Whether the client runs a command of its argv and exits instead of reading stdin. */
+static bool
+sql_has_command(const struct word *av, size_t ac, bool sqlite)
+{
+        static const char *const cmd[] = {"-c",        "-e",     "-f", "--command",
+                                          "--execute", "--file", NULL};
+        size_t ops = 0;
+
+        for (size_t i = 1; i < ac; i++) {
+                const char *s = av[i].s;
+                char opt[16];
+                size_t n = strcspn(s, "=");
+                if (s[0] != '-') {
+                        ops++;
+                        continue;
+                }
+                snprintf(opt, sizeof(opt), "%.*s", (int) MIN(n, sizeof(opt) - 1), s);
+                if (analyze_in(opt, cmd) || (!sqlite && s[1] != '-' && strchr("ce", s[1]) && s[2]))
+                        return true;
         }
-        if (u->pipe_prev >= 0) {
-                const char *out = word_echo_output(ev, &ev->units[u->pipe_prev]);
-                if (out)
-                        sql_text(ev, k, out, who);
-        }
-        if (carrier_stdin_remote(ev, k))
-                analyze_add(ev, k, "exec.remote-code", who, who);
+        return sqlite && ops >= 2;
 }
 
 static int
@@ -405,7 +428,9 @@ h_sql(struct eval *ev, int k, const struct word *av, size_t ac)
                 else
                         sql_text(ev, k, s, n);
         }
-        sql_stdin(ev, k, n);
+        /* with no command of its own it reads them from stdin (a pipe, process.write) */
+        if (!sql_has_command(av, ac, sqlite))
+                carrier_stdin_tool(ev, k, n, sql_stdin_text);
         return 0;
 }
 
@@ -476,16 +501,38 @@ ex_command(struct eval *ev, int k, const char *c, const char *who)
         analyze_add(ev, k, "exec.embedded", c, analyze_digest(ev, who, c));
 }
 
+/* Ex commands, one a line (ex, vim -e, ed-like scripts). */
+static void
+ex_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        for (const char *l = text; l && *l; l = next_line(l)) {
+                const char *c = skip_ws(l);
+                c += *c == ':';
+                ex_command(ev, k, arena_strndup(&ev->ar, c, strcspn(c, "\n")), who);
+        }
+}
+
+/* Keystrokes in normal mode: each ':' starts an Ex command line. */
+static void
+vim_keys(struct eval *ev, int k, const char *text, const char *who)
+{
+        for (const char *c = strchr(text, ':'); c; c = strchr(c + 1, ':'))
+                ex_command(ev, k, arena_strndup(&ev->ar, c + 1, strcspn(c + 1, "\n\r")), who);
+}
+
 static int
 h_vim(struct eval *ev, int k, const struct word *av, size_t ac)
 {
         const char *n = analyze_base(av[0].s);
         bool ex = !strcmp(n, "ex") || !strcmp(n, "vim.tiny") ? true : false;
 
+        bool dash = false;
+
         for (size_t i = 1; i < ac; i++) {
                 const char *s = av[i].s;
                 if (!analyze_lit(&av[i]))
                         continue;
+                dash = dash || !strcmp(s, "-");
                 if ((!strcmp(s, "-c") || !strcmp(s, "--cmd")) && i + 1 < ac) {
                         if (analyze_lit(&av[i + 1]))
                                 ex_command(ev, k, av[i + 1].s, n);
@@ -502,14 +549,10 @@ h_vim(struct eval *ev, int k, const struct word *av, size_t ac)
                         ex = true;
                 }
         }
-        if (ex && ev->units[k].pipe_prev >= 0) {
-                const char *out = word_echo_output(ev, &ev->units[ev->units[k].pipe_prev]);
-                if (out)
-                        for (const char *l = out; l && *l; l = next_line(l))
-                                ex_command(ev, k, arena_strndup(&ev->ar, l, strcspn(l, "\n")), n);
-                else
-                        analyze_add(ev, k, "exec.stdin-code", n, n);
-        }
+        /* ex mode reads Ex commands from stdin, normal mode keystrokes (":!cmd"); "vim -"
+         * reads the text to edit from it instead */
+        if (!dash)
+                carrier_stdin_tool(ev, k, n, ex ? ex_text : vim_keys);
         return 0;
 }
 
@@ -578,9 +621,44 @@ gdb_command(struct eval *ev, int k, const struct word *w)
         }
 }
 
+/* gdb commands, one a line (stdin, a script). */
+static void
+gdb_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        for (const char *l = text; l && *l; l = next_line(l)) {
+                struct word w = {.s = arena_strndup(&ev->ar, l, strcspn(l, "\n"))};
+                if (*skip_ws(w.s))
+                        gdb_command(ev, k, &w);
+        }
+}
+
+/* ed commands: '!' runs the rest of the line (also r !cmd, w !cmd, e !cmd). */
+static void
+ed_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        for (const char *l = text; l && *l; l = next_line(l)) {
+                size_t n = strcspn(l, "\n");
+                const char *b = memchr(l, '!', n);
+                if (b)
+                        run_string(ev, k, arena_strndup(&ev->ar, b + 1, n - (size_t) (b + 1 - l)),
+                                   true, who);
+        }
+}
+
+/* ed / ex-like line editors read their commands from stdin; red has no '!'. */
+static int
+h_ed(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        if (strcmp(analyze_base(av[0].s), "red"))
+                carrier_stdin_tool(ev, k, "ed", ed_text);
+        return 0;
+}
+
 static int
 h_gdb(struct eval *ev, int k, const struct word *av, size_t ac)
 {
+        bool batch = false;
+
         static const char *const valued[] = {"-ex",
                                              "--ex",
                                              "-eval-command",
@@ -612,8 +690,12 @@ h_gdb(struct eval *ev, int k, const struct word *av, size_t ac)
                                              NULL};
         for (size_t i = 1; i < ac; i++) {
                 const char *s = av[i].s;
-                if (!strcmp(s, "--args"))
+                batch = batch || !strcmp(s, "-batch") || !strcmp(s, "--batch");
+                if (!strcmp(s, "--args")) {
+                        if (!batch)
+                                carrier_stdin_tool(ev, k, "gdb", gdb_text);
                         return (int) i + 1 < (int) ac ? (int) i + 1 : 0;
+                }
                 const char *eq = strchr(s, '=');
                 char opt[32];
                 size_t n = eq ? (size_t) (eq - s) : strlen(s);
@@ -633,6 +715,9 @@ h_gdb(struct eval *ev, int k, const struct word *av, size_t ac)
                 else if (strstr(opt, "p"))
                         analyze_add(ev, k, "proc.ptrace", v.s, v.s);
         }
+        /* without -batch it reads commands from stdin once the options are done */
+        if (!batch)
+                carrier_stdin_tool(ev, k, "gdb", gdb_text);
         return 0;
 }
 
@@ -664,6 +749,9 @@ h_make(struct eval *ev, int k, const struct word *av, size_t ac)
         const struct word *e = opts_val(&r, 'E');
         if (e)
                 analyze_add(ev, k, "exec.embedded", e->s, analyze_digest(ev, "make --eval", e->s));
+        for (size_t j = 0; j < r.no; j++)
+                if (r.o[j].id == 'f' && r.o[j].val) /* -f - : the makefile's recipes from stdin */
+                        carrier_script_tool(ev, k, r.o[j].val, "make", NULL);
         for (size_t j = 0; j < r.nops; j++) {
                 const char *s = r.ops[j]->s;
                 if (!strncmp(s, "SHELL=", 6) || !strncmp(s, ".SHELLFLAGS=", 12) ||
@@ -708,6 +796,7 @@ h_tar(struct eval *ev, int k, const struct word *av, size_t ac)
                                             {"listed-incremental", OPT_REQ, 'g'},
                                             {"starting-file", OPT_REQ, 'K'},
                                             {"strip-components", OPT_REQ, O_OTHER},
+                                            {"absolute-names", OPT_NONE, 'P'},
                                             {NULL, 0, 0}};
         static const struct optspec sp = {"Acdrtux f:C:I:F:T:X:H:b:V:N:L:g:K:jJzZavpPkmOhiBlMoSUW",
                                           longs, 0};
@@ -741,6 +830,9 @@ h_tar(struct eval *ev, int k, const struct word *av, size_t ac)
                          (opts_has(&r, 'c') || opts_has(&r, 'r') || opts_has(&r, 'u')))
                         paths_check_write(ev, k, o->val, false);
         }
+        if (opts_has(&r, 'x'))
+                fsops_extract(ev, k, opts_val(&r, 'C'), opts_has(&r, 'P'),
+                              analyze_join(ev, av, ac));
         return 0;
 }
 
@@ -795,14 +887,14 @@ h_runopt(struct eval *ev, int k, const struct word *av, size_t ac)
 }
 
 static const struct cmd cmds[] = {
-        {"ag", h_runopt},   {"awk", h_awk},     {"emacs", h_emacs},   {"ex", h_vim},
-        {"gawk", h_awk},    {"gdb", h_gdb},     {"gmake", h_make},    {"gvim", h_vim},
-        {"less", h_runopt}, {"make", h_make},   {"man", h_runopt},    {"mariadb", h_sql},
-        {"mawk", h_awk},    {"mysql", h_sql},   {"nawk", h_awk},      {"nvim", h_vim},
-        {"psql", h_sql},    {"rg", h_runopt},   {"rvim", h_vim},      {"sed", h_sed},
-        {"sort", h_runopt}, {"sqlite3", h_sql}, {"tar", h_tar},       {"vi", h_vim},
-        {"view", h_vim},    {"vim", h_vim},     {"vim.basic", h_vim}, {"vim.tiny", h_vim},
-        {"zip", h_runopt},
+        {"ag", h_runopt},   {"awk", h_awk},       {"bsdtar", h_tar},   {"ed", h_ed},
+        {"emacs", h_emacs}, {"ex", h_vim},        {"gawk", h_awk},     {"gdb", h_gdb},
+        {"gmake", h_make},  {"gvim", h_vim},      {"less", h_runopt},  {"make", h_make},
+        {"man", h_runopt},  {"mariadb", h_sql},   {"mawk", h_awk},     {"mysql", h_sql},
+        {"nawk", h_awk},    {"nvim", h_vim},      {"psql", h_sql},     {"red", h_ed},
+        {"rg", h_runopt},   {"rvim", h_vim},      {"sed", h_sed},      {"sort", h_runopt},
+        {"sqlite3", h_sql}, {"tar", h_tar},       {"vi", h_vim},       {"view", h_vim},
+        {"vim", h_vim},     {"vim.basic", h_vim}, {"vim.tiny", h_vim}, {"zip", h_runopt},
 };
 
 const struct cmd_table embed_cmds = {cmds, ARRAY_SIZE(cmds)};

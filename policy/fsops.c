@@ -201,6 +201,80 @@ fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all)
                 analyze_add(ev, k, floor_rm[t], all, w->s);
 }
 
+/* An archive extracted into dir (NULL: the cwd) may hold any file below it (or, with
+ * absolute names, anywhere): judged as writes into that tree. */
+void
+fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all)
+{
+        static const char *const rules[] = {NULL, "write.system", "write.system", "write.startup",
+                                            "floor.self-protect"};
+        static const struct word here = {.s = "."};
+        const struct word *d = dir ? dir : &here;
+
+        if (absolute) {
+                analyze_add(ev, k, "write.system", all, "absolute names");
+                return;
+        }
+        if (!analyze_lit(d)) {
+                analyze_add(ev, k, "write.unknown", all, d->s);
+                return;
+        }
+        enum target t = paths_classify(ev, d, true);
+        const char *p = paths_resolve(ev, d->s), *h = ev->acct_home;
+        if (t != T_NONE)
+                analyze_add(ev, k, rules[t], all, d->s);
+        else if (p && h && paths_below(p, h) && strstr(p + strlen(h), "/.") &&
+                 !paths_in_workspace(ev, p))
+                analyze_add(ev, k, "write.startup", all, p); /* ~/.config/autostart, … */
+        else
+                paths_check_write(ev, k, d, false);
+}
+
+/* cpio -i [-D DIR] (absolute names unless --no-absolute-filenames), cpio -p DIR. */
+static int
+h_cpio(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        static const struct lopt longs[] = {{"extract", OPT_NONE, 'i'},
+                                            {"pass-through", OPT_NONE, 'p'},
+                                            {"directory", OPT_REQ, 'D'},
+                                            {"file", OPT_REQ, 'F'},
+                                            {"no-absolute-filenames", OPT_NONE, O_OTHER},
+                                            {NULL, 0, 0}};
+        static const struct optspec sp = {"iopD:F:E:H:I:O:R:M:C:abcdfmnrtuvBLSV", longs, 0};
+        struct optres r;
+        const char *all = analyze_join(ev, av, ac);
+
+        opts_parse(ev, &sp, av, ac, 1, &r);
+        bool abs = !opts_has(&r, O_OTHER);
+        if (opts_has(&r, 'i') && !opts_has(&r, 't'))
+                fsops_extract(ev, k, opts_val(&r, 'D'), abs, all);
+        else if (opts_has(&r, 'p') && r.nops > 0)
+                fsops_extract(ev, k, r.ops[r.nops - 1], false, all);
+        return 0;
+}
+
+/* unzip ZIP [-d DIR] (-: keeps ../ names); -l -t -v -Z -p only read. */
+static int
+h_unzip(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        static const struct optspec sp = {"d:x:ltvZpfunocjCKLMNqsTUVWX", NULL, 0};
+        const char *all = analyze_join(ev, av, ac);
+        struct optres r;
+
+        for (size_t i = 1; i < ac; i++) {
+                if (!strcmp(av[i].s, "-:") || !strcmp(av[i].s, "-^:")) {
+                        fsops_extract(ev, k, NULL, true, all);
+                        return 0;
+                }
+        }
+        opts_parse(ev, &sp, av, ac, 1, &r);
+        for (const char *o = "ltvZp"; *o; o++)
+                if (opts_has(&r, *o))
+                        return 0;
+        fsops_extract(ev, k, opts_val(&r, 'd'), false, all);
+        return 0;
+}
+
 /* unlink FILE: a delete of one file (a start-up or credential file is a write to it). */
 static int
 h_unlink(struct eval *ev, int k, const struct word *av, size_t ac)
@@ -640,10 +714,10 @@ h_crontab(struct eval *ev, int k, const struct word *av, size_t ac)
 }
 
 static const struct cmd cmds[] = {
-        {"chgrp", h_perm},        {"chmod", h_perm},    {"chown", h_perm}, {"cp", h_copy},
-        {"crontab", h_crontab},   {"dd", h_dd},         {"find", h_find},  {"install", h_copy},
-        {"ln", h_copy},           {"mv", h_copy},       {"rm", h_rm},      {"tee", h_tee},
-        {"truncate", h_truncate}, {"unlink", h_unlink},
+        {"chgrp", h_perm},   {"chmod", h_perm},        {"chown", h_perm},    {"cp", h_copy},
+        {"cpio", h_cpio},    {"crontab", h_crontab},   {"dd", h_dd},         {"find", h_find},
+        {"install", h_copy}, {"ln", h_copy},           {"mv", h_copy},       {"rm", h_rm},
+        {"tee", h_tee},      {"truncate", h_truncate}, {"unlink", h_unlink}, {"unzip", h_unzip},
 };
 
 const struct cmd_table fsops_cmds = {cmds, ARRAY_SIZE(cmds)};

@@ -20,6 +20,7 @@
  *   fsops.c    deletes, copies, permission changes, in-place edits, downloads
  *   system.c   signals, power, disks and devices, system administration
  *   net.c      network tools, remote execution, containers, secrets leaving
+ *   mux.c      tmux, screen, entr, expect: command strings and keys typed into a shell
  *   rescan.c   after a limit: the whole input again, flat, for what the floor rules look for
  *
  * Single-threaded per eval; the tables are immutable.
@@ -282,8 +283,8 @@ struct cmd_table {
         const struct cmd *cmds;
         size_t n;
 };
-extern const struct cmd_table wrap_cmds, carrier_cmds, shbuiltin_cmds, embed_cmds, git_cmds,
-        fsops_cmds, system_cmds, net_cmds;
+extern const struct cmd_table wrap_cmds, carrier_cmds, shbuiltin_cmds, mux_cmds, embed_cmds,
+        git_cmds, fsops_cmds, system_cmds, net_cmds;
 /* The handler for a command name (basename, version suffixes folded), or NULL. */
 cmd_fn analyze_lookup(const char *name);
 
@@ -408,6 +409,16 @@ void carrier_stdin(struct eval *ev, int k, const char *who, bool is_shell);
 void carrier_script(struct eval *ev, int k, const struct word *w, const char *who, bool is_shell);
 /* A payload word (bash -c, eval, su -c, …): parsed when literal, ASK when not. */
 void carrier_payload(struct eval *ev, int k, const struct word *w, const char *who);
+/* Judges the literal text a tool reads as commands, in the tool's own language. */
+typedef void (*carrier_text_fn)(struct eval *ev, int k, const char *text, const char *who);
+/* A tool that reads its commands from stdin: a literal stream is judged by fn (NULL: ASK
+ * unless harmless), a stream only known at run time is exec.stdin-code (exec.remote-code from a
+ * fetcher). */
+void carrier_stdin_tool(struct eval *ev, int k, const char *who, carrier_text_fn fn);
+/* A tool's script file operand (awk -f, sed -f, make -f): "-", /dev/stdin, /dev/fd/N, a
+ * process substitution or a file written earlier. */
+void carrier_script_tool(struct eval *ev, int k, const struct word *w, const char *who,
+                         carrier_text_fn fn);
 /* Remembers the file descriptors an `exec` without a command opens for the shell. */
 void carrier_note_fds(struct eval *ev, int k);
 /* Whether a fetcher (curl, wget, nc, …) produces what unit k reads on stdin. */
@@ -426,6 +437,8 @@ void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 /* The floor of a recursive delete of the tree w (rsync --delete) for unit k; all is the
  * command shown. */
 void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
+/* An archive extracted into dir (NULL: the cwd; absolute: its names may be anywhere). */
+void fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all);
 
 /* ---- inline.c ---- */
 

@@ -275,6 +275,17 @@ ssh_option(struct eval *ev, int k, const struct word *v, const char *all)
         }
 }
 
+/* What a remote shell reads on stdin: commands run on that host, judged as shell here. */
+static void
+ssh_text(struct eval *ev, int k, const char *text, const char *who)
+{
+        if (!*text)
+                return;
+        analyze_add(ev, k, "exec.remote", analyze_digest(ev, "ssh", text),
+                    analyze_digest(ev, "ssh", text));
+        analyze_shell_payload(ev, k, text, "sh", false);
+}
+
 static int
 h_ssh(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -291,8 +302,21 @@ h_ssh(struct eval *ev, int k, const struct word *av, size_t ac)
                         ssh_option(ev, k, r.o[j].val, all);
         if (opts_val(&r, 'E'))
                 paths_check_write(ev, k, opts_val(&r, 'E'), false);
-        if (r.nops >= 2)
+        if (r.nops >= 2) {
                 analyze_add(ev, k, "exec.remote", all, analyze_join(ev, r.ops[0], r.nops));
+                /* the remote shell runs the words joined (ssh localhost is this machine) */
+                struct word w = *r.ops[1];
+                w.s = analyze_join(ev, r.ops[1], r.nops - 1);
+                for (size_t j = 2; j < r.nops; j++)
+                        w.flags |= r.ops[j]->flags & (W_DYN | W_SUB | W_STDIN);
+                carrier_payload(ev, k, &w, "ssh");
+        }
+        /* no command: the remote login shell reads its commands from stdin */
+        bool no_stdin = false;
+        for (const char *o = "NnWOGVQfs"; *o; o++)
+                no_stdin = no_stdin || opts_has(&r, *o);
+        if (r.nops == 1 && !no_stdin)
+                carrier_stdin_tool(ev, k, "ssh", ssh_text);
         return 0;
 }
 

@@ -61,7 +61,7 @@ END_TEST
 /* Every class of the issue has many members (not one example each). */
 START_TEST(test_classes_have_members)
 {
-        static const int classes[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 15};
+        static const int classes[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 15};
         for (size_t j = 0; j < ARRAY_SIZE(classes); j++) {
                 size_t n = 0;
                 for (size_t i = 0; i < ARRAY_SIZE(ccases); i++)
@@ -290,6 +290,72 @@ START_TEST(test_context_stdin)
 }
 END_TEST
 
+/* Tools that read commands from stdin when they have no script: with stdin_open the
+ * client types them later with process.write, so they ask like a shell does; with the
+ * request's literal stdin the commands are judged in the tool's own language. */
+static const char *const stdin_readers[] = {
+        "ed notes.txt",
+        "ex file",
+        "vim file",
+        "vim -es",
+        "gdb ./a.out",
+        "sqlite3 db",
+        "psql",
+        "mysql",
+        "ssh host",
+        "python3 -m code",
+        "python3 -m pdb x.py",
+        "python3 -i x.py",
+        "awk -f - f",
+        "awk -f /dev/stdin",
+        "sed -f - f",
+        "make -f -",
+        "expect",
+        "node",
+        "gawk -E /dev/fd/0",
+};
+
+START_TEST(test_context_stdin_tools)
+{
+        struct policy_ctx ctx = policy_test_ctx();
+
+        expect(&ctx, stdin_readers[_i], POLICY_ALLOW, NULL, "nothing on stdin");
+        ctx.stdin_open = true;
+        expect(&ctx, stdin_readers[_i], POLICY_ASK, "exec.stdin-code", "stdin open");
+}
+END_TEST
+
+START_TEST(test_context_stdin_tool_text)
+{
+        static const struct {
+                const char *cmd, *in, *rule;
+        } cases[] = {
+                {"ed notes.txt", "1p\n!rm -rf ~\nq\n", "floor.rm-home"},
+                {"gdb ./a.out", "break main\nshell rm -rf /\n", "floor.rm-root"},
+                {"sqlite3 db", ".shell rm -rf ~\n", "floor.rm-home"},
+                {"ex file", ":!rm -rf /\n", "floor.rm-root"},
+                {"vim file", "ihello\x1b:!rm -rf ~\n", "floor.rm-home"},
+                {"ssh host", "rm -rf /\n", "floor.rm-root"},
+                {"awk -f - f", "BEGIN { system(\"rm -rf ~\") }", "floor.rm-home"},
+                {"sed -f - f", "1e rm -rf /\n", "floor.rm-root"},
+        };
+        struct policy_ctx ctx = policy_test_ctx();
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                ctx.stdin_data = cases[i].in;
+                ctx.stdin_len = strlen(cases[i].in);
+                expect(&ctx, cases[i].cmd, POLICY_DENY, cases[i].rule, "literal stdin");
+        }
+        ctx.stdin_data = "select 1;\n";
+        ctx.stdin_len = strlen(ctx.stdin_data);
+        expect(&ctx, "sqlite3 db", POLICY_ALLOW, NULL, "harmless SQL on stdin");
+        expect(&ctx, "psql -c 'select 2'", POLICY_ALLOW, NULL, "a command of its own");
+        ctx.stdin_data = "1p\nq\n";
+        ctx.stdin_len = strlen(ctx.stdin_data);
+        expect(&ctx, "ed notes.txt", POLICY_ALLOW, NULL, "harmless ed script");
+}
+END_TEST
+
 /* ---- the option reader ---- */
 
 START_TEST(test_opts)
@@ -449,9 +515,9 @@ END_TEST
 
 START_TEST(test_command_tables)
 {
-        const struct cmd_table *const tables[] = {&wrap_cmds,   &carrier_cmds, &shbuiltin_cmds,
-                                                  &embed_cmds,  &git_cmds,     &fsops_cmds,
-                                                  &system_cmds, &net_cmds};
+        const struct cmd_table *const tables[] = {&wrap_cmds,  &carrier_cmds, &shbuiltin_cmds,
+                                                  &mux_cmds,   &embed_cmds,   &git_cmds,
+                                                  &fsops_cmds, &system_cmds,  &net_cmds};
         for (size_t t = 0; t < ARRAY_SIZE(tables); t++) {
                 for (size_t j = 0; j < tables[t]->n; j++) {
                         const struct cmd *c = &tables[t]->cmds[j];
@@ -565,6 +631,8 @@ suite(void)
         tcase_add_test(tc, test_request_env_git);
         tcase_add_test(tc, test_context_env_and_home);
         tcase_add_test(tc, test_context_stdin);
+        tcase_add_loop_test(tc, test_context_stdin_tools, 0, (int) ARRAY_SIZE(stdin_readers));
+        tcase_add_test(tc, test_context_stdin_tool_text);
         tcase_add_test(tc, test_opts);
         tcase_add_loop_test(tc, test_inline_allowlist, 0, (int) ARRAY_SIZE(inline_cases));
         tcase_add_test(tc, test_command_tables);
