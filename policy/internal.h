@@ -44,6 +44,7 @@
 #define POLICY_MAX_HEREDOCS 16  /* pending on one line */
 #define POLICY_MAX_LINKS    64  /* symlinks remembered per evaluation */
 #define POLICY_MAX_FDS      64  /* file descriptors remembered per evaluation */
+#define DIRSTACK_MAX        16  /* pushd entries followed */
 
 /* Bump allocator; everything of one evaluation is freed at once. */
 struct arena_chunk;
@@ -214,6 +215,8 @@ struct eval {
         const char *cwd;       /* tracked working directory, NULL when unknown */
         const char *start_cwd; /* the cwd the command starts in */
         const char *ws;        /* the workspace (ctx->workspace or the first cwd), may be NULL */
+        const char *dirs[DIRSTACK_MAX]; /* pushd's stack (entries may be NULL: unknown) */
+        size_t ndirs;
         struct written *written;
         size_t nwritten, writtencap;
         bool written_overflow;

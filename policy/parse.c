@@ -540,9 +540,35 @@ p_for(struct parser *p)
                 return;
         }
         size_t nw = word_read(p, &ws, NULL);
-        if (nw && word_name_start(ws[0].s[0]))
-                word_var_set(p->ev, ws[0].s, strlen(ws[0].s), NULL);
-        discard_words_until_sep(p);
+        if (!nw || !word_name_start(ws[0].s[0])) {
+                discard_words_until_sep(p);
+                return;
+        }
+        const char *name = ws[0].s, *value = NULL;
+        size_t fields = 0;
+        skip_blanks(p);
+        if (word_is(p, "in")) {
+                p->i += 2;
+                /* the variable takes the words in turn: one known word is its value (the
+                 * body runs once, with it); more, or one only known at run time, is not */
+                while (parse_tick(p)) {
+                        skip_blanks(p);
+                        char c = word_at(p, 0);
+                        if (!c || c == '\n' || c == ';' || c == '&' || c == '|' || c == ')')
+                                break;
+                        size_t n = word_read(p, &ws, NULL);
+                        if (n == 0 && !p->ev->stop && c && !word_meta(c))
+                                p->i++;
+                        else if (n == 0 && word_meta(c))
+                                break;
+                        fields += n;
+                        if (n == 1 && !(ws[0].flags & (W_DYN | W_GLOB | W_SPLIT)))
+                                value = ws[0].s;
+                }
+        } else {
+                discard_words_until_sep(p);
+        }
+        word_var_set(p->ev, name, strlen(name), fields == 1 ? value : NULL);
 }
 
 static void

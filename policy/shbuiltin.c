@@ -206,23 +206,45 @@ h_alias(struct eval *ev, int k, const struct word *av, size_t ac)
         return 0;
 }
 
+/* The cwd after cd / pushd / popd (av, options parsed into r), NULL when not known. */
+static const char *
+cd_target(struct eval *ev, const char *cmd, const struct optres *r)
+{
+        const struct word *op = r->nops ? r->ops[0] : NULL;
+        bool lit = op && analyze_lit(op) && op->s[0] != '+' && op->s[0] != '-';
+
+        if (!strcmp(cmd, "popd")) {
+                /* back to the directory the last pushd left (popd +N/-N: not followed) */
+                if (op || ev->ndirs == 0 || ev->ndirs > DIRSTACK_MAX)
+                        return NULL;
+                return ev->dirs[--ev->ndirs];
+        }
+        if (!strcmp(cmd, "pushd")) {
+                /* pushd DIR is cd DIR that remembers where it was; pushd alone swaps */
+                if (ev->ndirs < DIRSTACK_MAX)
+                        ev->dirs[ev->ndirs] = ev->cwd;
+                ev->ndirs++;
+                return lit ? paths_resolve(ev, op->s) : NULL;
+        }
+        if (!op)
+                return ev->home;
+        return analyze_lit(op) && strcmp(op->s, "-") ? paths_resolve(ev, op->s) : NULL;
+}
+
 static int
 h_cd(struct eval *ev, int k, const struct word *av, size_t ac)
 {
-        static const struct optspec sp = {"LPe@", NULL, OS_STOP};
+        static const struct optspec sp = {"LPe@n", NULL, OS_STOP};
         const struct unit *u = &ev->units[k];
+        const char *cmd = analyze_base(av[0].s);
         struct optres r;
 
         opts_parse(ev, &sp, av, ac, 1, &r);
-        /* in a conditional, a function or through pushd/popd the cwd afterwards is not known */
-        if ((u->flags & (U_FUNC | U_COND)) || strcmp(analyze_base(av[0].s), "cd"))
-                ev->cwd = NULL;
-        else if (r.nops == 0)
-                ev->cwd = ev->home;
-        else if (!analyze_lit(r.ops[0]) || !strcmp(r.ops[0]->s, "-"))
-                ev->cwd = NULL;
-        else
-                ev->cwd = paths_resolve(ev, r.ops[0]->s);
+        if (opts_has(&r, 'n') && strcmp(cmd, "cd"))
+                return 0; /* pushd -n / popd -n: the stack only */
+        const char *to = cd_target(ev, cmd, &r);
+        /* in a conditional or a function the cwd afterwards is not known */
+        ev->cwd = (u->flags & (U_FUNC | U_COND)) ? NULL : to;
         ev->scopes[u->scope].has_cwd = true;
         ev->scopes[u->scope].cwd = ev->cwd;
         return 0;

@@ -784,6 +784,12 @@ p_tilde(struct parser *p, struct wparse *w)
         while (e < p->n && !word_meta(p->s[e]) && p->s[e] != '/' && !(w->assign && p->s[e] == ':'))
                 e++;
         const char *home = p->ev->home;
+        if (memchr(p->s + s, '{', e - s) && !p->ev->posix && !w->assign) {
+                /* brace expansion comes first (~{,}, ~{a,b}/x): each word gets its tilde then */
+                word_put(p, w, '~', false);
+                p->i = s;
+                return;
+        }
         if (e == s && home) {
                 word_puts(p, w, home, strlen(home));
         } else if (e - s == 4 && memcmp(p->s + s, "root", 4) == 0) {
@@ -1086,6 +1092,29 @@ brace_rec(struct bout *b, const char *s, const unsigned char *q, size_t len, int
 }
 
 /* Reads a word and returns its fields (after brace expansion) in *out. */
+/* The tilde at the start of a word brace expansion made (p_tilde left it). */
+static void
+brace_tilde(struct eval *ev, struct word *w)
+{
+        const char *s = w->s;
+        size_t n = strcspn(s + 1, "/");
+        const char *home = n == 0                                 ? ev->home
+                           : n == 4 && !strncmp(s + 1, "root", 4) ? "/root"
+                                                                  : NULL;
+
+        if (s[0] != '~')
+                return;
+        if (!home) {
+                w->flags |= W_DYN; /* ~user, or an unknown $HOME */
+                return;
+        }
+        size_t hl = strlen(home), rl = strlen(s + 1 + n);
+        char *t = arena_alloc(&ev->ar, hl + rl + 1);
+        memcpy(t, home, hl);
+        memcpy(t + hl, s + 1 + n, rl + 1);
+        w->s = t;
+}
+
 size_t
 word_read(struct parser *p, struct word **out, bool *assign)
 {
@@ -1117,6 +1146,8 @@ word_read(struct parser *p, struct word **out, bool *assign)
                 }
                 size_t first = b.n;
                 brace_rec(&b, f->s, f->q, f->len, 0);
+                for (size_t j = first; f->s[0] == '~' && !f->q[0] && j < b.n; j++)
+                        brace_tilde(p->ev, &b.out[j]);
                 if (b.overflow && !p->ev->stop)
                         analyze_add(p->ev, -1, "parse.limit", "brace expansion beyond 256 words",
                                     NULL);

@@ -668,6 +668,32 @@ static const struct ccase ccases[] = {
         {15, "rm -f ~/.ssh/authorized_keys", Q, "write.credential"},
         {15, "unlink build/tmp.o", A, NULL},
 
+        /* 16. expansions in bash's order: braces before tildes, pushd/popd like cd, a for
+         * variable takes its words */
+        {16, "rm -rf ~{,}", D, "floor.rm-home"},
+        {16, "rm -rf ~{/,}", D, "floor.rm-home"},
+        {16, "rm -rf ~{,/}", D, "floor.rm-home"},
+        {16, "rm -rf ~root{,}", D, "floor.rm-system"},
+        {16, "rm -rf {~,x}", D, "floor.rm-home"},
+        {16, "rm -rf ~{x,y}", Q, "delete.recursive"},
+        {16, "echo ~{a,b}", A, NULL},
+        {16, "pushd ~; rm -rf ./*", D, "floor.rm-home"},
+        {16, "pushd ~ >/dev/null && rm -rf *", D, "floor.rm-home"},
+        {16, "pushd /tmp; popd; pushd /; rm -rf *", D, "floor.rm-root"},
+        {16, "pushd /usr; rm -rf -- *", D, "floor.rm-system"},
+        {16, "pushd /; popd; rm -rf *", Q, "delete.recursive"},
+        {16, "pushd -n /; rm -rf *", Q, "delete.recursive"},
+        {16, "pushd +1; rm -rf *", Q, "delete.recursive"},
+        {16, "pushd build; rm -rf *; popd", A, NULL},
+        {16, "for d in ~; do rm -rf $d; done", D, "floor.rm-home"},
+        {16, "for d in /; do rm -rf \"$d\"; done", D, "floor.rm-root"},
+        {16, "for d in ~/; do rm -rf $d/*; done", D, "floor.rm-home"},
+        {16, "for d in /etc\ndo rm -rf $d\ndone", D, "floor.rm-system"},
+        {16, "for d in ~ /tmp; do rm -rf $d; done", Q, "delete.recursive"},
+        {16, "for d in $(ls); do rm -rf $d; done", Q, "delete.recursive"},
+        {16, "for d in build; do rm -rf $d; done", A, NULL},
+        {16, "for i in 1 2 3; do echo $i; done", A, NULL},
+
         /* 19. the environment table (env.c): variables that change what git and others do */
         {19, "HOME=/tmp/h git status", Q, "env.inject"},
         {19, "XDG_CONFIG_HOME=/tmp/c git log", Q, "env.inject"},
