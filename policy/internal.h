@@ -146,6 +146,8 @@ struct func_def {
 struct var {
         const char *name;
         const char *value; /* NULL: assigned a value we cannot know; var_unset: not assigned */
+        struct word from;  /* the assignment word (NAME=…), .s NULL when none: taint source */
+        int from_unit;     /* the unit that assigned it (read, mapfile …), -1 */
 };
 /* The value of a variable that a subshell's end takes back to "not set by the script". */
 extern const char var_unset[];

@@ -544,6 +544,63 @@ unit_secret(struct eval *ev, int j)
         return u->secret;
 }
 
+static const char *word_taint(struct eval *ev, const struct word *w, size_t below, int depth);
+
+/* The secret a variable named s[0..n) carries: assigned (before vars[below]) from a word
+ * whose substitutions read one, or from another such variable. */
+static const char *
+var_taint(struct eval *ev, const char *s, size_t n, size_t below, int depth)
+{
+        for (size_t j = MIN(below, ev->nvars); j-- > 0;) {
+                const struct var *v = &ev->vars[j];
+                if (strlen(v->name) != n || memcmp(v->name, s, n) || !v->from.s)
+                        continue;
+                /* read k < ~/.aws/credentials */
+                const char *t = v->from_unit >= 0 ? unit_secret(ev, v->from_unit) : NULL;
+                if (!t)
+                        t = word_taint(ev, &v->from, j, depth + 1);
+                if (t)
+                        return t;
+        }
+        return NULL;
+}
+
+/* The secret a word carries: a substitution in it that reads one, or a tainted $VAR. */
+static const char *
+word_taint(struct eval *ev, const struct word *w, size_t below, int depth)
+{
+        const char *t;
+
+        if (depth > 8)
+                return NULL;
+        for (int j = w->sub_lo; (w->flags & W_SUB) && j < w->sub_hi && j < (int) ev->nunits; j++)
+                if ((t = unit_secret(ev, j)))
+                        return t;
+        for (const char *d = strchr(w->s, '$'); (w->flags & W_DYN) && d; d = strchr(d + 1, '$')) {
+                const char *nm = d + 1 + (d[1] == '{');
+                size_t n = 0;
+                while (nm[n] && (isalnum((unsigned char) nm[n]) || nm[n] == '_'))
+                        n++;
+                if (n && (t = var_taint(ev, nm, n, below, depth)))
+                        return t;
+        }
+        return NULL;
+}
+
+/* A secret unit j reads, or carries in a variable assigned from one (k=$(cat key)). */
+static const char *
+unit_leak(struct eval *ev, int j)
+{
+        const struct unit *u = &ev->units[j];
+        const char *t = unit_secret(ev, j);
+
+        for (size_t a = 0; !t && a < u->argc; a++)
+                t = word_taint(ev, &u->argv[a], u->var_hi, 0);
+        for (size_t r = 0; !t && r < u->nredir; r++)
+                t = word_taint(ev, &u->redir[r].target, u->var_hi, 0);
+        return t;
+}
+
 static void
 exfil(struct eval *ev, int k, const char *secret)
 {
@@ -565,13 +622,13 @@ net_exfil_pass(struct eval *ev)
                 const char *s;
                 if (!u->net)
                         continue;
-                if ((s = unit_secret(ev, (int) k))) {
+                if ((s = unit_leak(ev, (int) k))) {
                         exfil(ev, (int) k, s);
                         continue;
                 }
                 int up = u->pipe_prev >= 0 ? u->pipe_prev : u->fed_by;
                 for (int n = 0; up >= 0 && n < 64; up = ev->units[up].pipe_prev, n++) {
-                        if ((s = unit_secret(ev, up))) {
+                        if ((s = unit_leak(ev, up))) {
                                 exfil(ev, (int) k, s);
                                 break;
                         }
@@ -580,7 +637,7 @@ net_exfil_pass(struct eval *ev)
                         const struct word *w = &u->argv[a];
                         for (int j = w->sub_lo;
                              (w->flags & W_SUB) && j < w->sub_hi && j < (int) ev->nunits; j++)
-                                if ((s = unit_secret(ev, j))) {
+                                if ((s = unit_leak(ev, j))) {
                                         exfil(ev, (int) k, s);
                                         break;
                                 }

@@ -776,6 +776,7 @@ track_vars(struct parser *p, int k)
                         /* a value is known only when the assignment certainly happened */
                         bool sure = true; /* segments forget what is not certain */
                         word_var_set(p->ev, s, nl, lit && sure ? eq + 1 : NULL);
+                        p->ev->vars[p->ev->nvars - 1].from = u->assign[a];
                 }
                 return;
         }
@@ -792,8 +793,11 @@ track_vars(struct parser *p, int k)
                 size_t nl = 0;
                 while (word_name_char(s[nl]))
                         nl++;
-                if (nl && word_name_start(s[0]) && (s[nl] == '=' || s[nl] == '\0'))
+                if (nl && word_name_start(s[0]) && (s[nl] == '=' || s[nl] == '\0')) {
                         word_var_set(p->ev, s, nl, NULL);
+                        p->ev->vars[p->ev->nvars - 1].from = u->argv[a];
+                        p->ev->vars[p->ev->nvars - 1].from_unit = reader ? k : -1;
+                }
         }
 }
 

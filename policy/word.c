@@ -228,6 +228,8 @@ word_var_set(struct eval *ev, const char *name, size_t n, const char *value)
         arena_grow(&ev->ar, (void **) &ev->vars, &ev->varcap, ev->nvars, sizeof(struct var));
         ev->vars[ev->nvars].name = arena_strndup(&ev->ar, name, n);
         ev->vars[ev->nvars].value = value;
+        ev->vars[ev->nvars].from = (struct word){0};
+        ev->vars[ev->nvars].from_unit = -1;
         ev->nvars++;
         if (n == 3 && memcmp(name, "IFS", 3) == 0)
                 ev->ifs_changed = true;
