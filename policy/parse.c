@@ -377,6 +377,7 @@ parse_seg_open(struct parser *p, char kind)
         s = &p->segs[p->nsegs++];
         s->kind = kind;
         s->certain = false;
+        s->deferred = false;
         s->start = p->ev->nvars;
         s->barrier = p->ev->var_barrier;
         s->lo = p->ev->nunits;
@@ -407,6 +408,8 @@ parse_seg_close(struct parser *p)
         } else if (!s->certain) {
                 vars_forget(ev, s->start);
         }
+        if (p->nsegs > 0 && p->segs[p->nsegs - 1].deferred)
+                parse_seg_close(p); /* the && that guarded this compound command */
 }
 
 /* The units from lo are exactly one `true` or `:` (or `false`): a condition known now. */
@@ -1011,11 +1014,16 @@ p_andor(struct parser *p)
                 skip_space(p);
                 /* runs or not, depending on the status before (true && …, false || … do) */
                 parse_seg_open(p, 'a');
+                int at = p->nsegs - 1;
                 if (p->nsegs)
-                        p->segs[p->nsegs - 1].certain = sure;
+                        p->segs[at].certain = sure;
                 lo = p->ev->nunits;
                 p_pipeline(p);
-                parse_seg_close(p);
+                /* a compound command (for, while, if, case) still open closes it later */
+                if (at >= 0 && p->nsegs - 1 > at)
+                        p->segs[at].deferred = true;
+                else
+                        parse_seg_close(p);
         }
 }
 

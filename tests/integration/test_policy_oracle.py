@@ -11,7 +11,8 @@ snippet itself:
 - snippets with parts only known at run time (${u:-rm}, read, a custom IFS): at least ASK when
   what ran is ASK or DENY (the engine says it cannot know; it must not say ALLOW).
 
-Bounded: a fixed seed, about 1200 snippets, 5 s per snippet, one bwrap run.
+Carriers include bash's arithmetic (`let 'a[$(…)]'`, `(( x ))` with x='a[$(…)]', printf -v,
+read, unset, ${x@P}) and mapfile -C, a for loop's word. Bounded: a fixed seed, about 1200 snippets, 5 s per snippet, one bwrap run.
 """
 import os
 import pwd
@@ -101,7 +102,13 @@ CARRIERS = ["bash -c %s", "sh -c %s", "eval %s", "echo %s | bash", "bash <<< %s"
             "source /dev/stdin <<< %s", ". <(echo %s)", "trap %s EXIT",
             "bash /dev/fd/3 3<<<%s", "bash /proc/self/fd/0 <<< %s",
             "echo %s > /tmp/s.sh; bash /tmp/s.sh", "printf '%%s\\n' %s | sh",
-            "exec 3<<<%s; bash /dev/fd/3"]
+            "exec 3<<<%s; bash /dev/fd/3",
+            # bash expands array subscripts in arithmetic and in variable names (arith.c)
+            "c=%s; let 'a[$(eval \"$c\")]'", "c=%s; x='a[$(eval \"$c\")]'; (( x ))",
+            "c=%s; x='a[$(eval \"$c\")]'; [[ $x -eq 1 ]]",
+            "c=%s; printf -v 'a[$(eval \"$c\")]' x", "c=%s; read 'a[$(eval \"$c\")]' <<< 1",
+            "c=%s; x='$(eval \"$c\")'; : \"${x@P}\"", "c=%s; unset 'a[$(eval \"$c\")]'",
+            "mapfile -C %s -c 1 a <<< x", "for c in %s; do eval \"$c\"; done"]
 WRAPPERS = ["sudo %s", "env %s", "command %s", "nice -n 5 %s", "timeout 5 %s", "nohup %s",
             "setsid %s", "stdbuf -oL %s", "time %s", "exec %s", "env -i PATH=/usr/bin %s",
             "xargs %s </dev/null", "busybox %s", "sudo -u root -- %s", "doas %s", "flock /tmp/l %s",

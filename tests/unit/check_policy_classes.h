@@ -481,6 +481,12 @@ static const struct ccase ccases[] = {
         {8, "a=ls; while true; do $a -rf /; a=rm; done", Q, "exec.opaque-cmd"},
         {8, "a=ls; while :; do (a=x); $a -rf /; a=rm; done", Q, "exec.opaque-cmd"},
         {8, "a=rm; true && a=ls; $a -rf /", A, NULL},
+        /* a loop after && or || is still a loop: its body may run again */
+        {8, "a=ls; true && while true; do $a -rf /; a=rm; done", Q, "exec.opaque-cmd"},
+        {8, "a=ls; true && for i in 1 2; do $a -rf /; a=rm; done", Q, "exec.opaque-cmd"},
+        {8, "a=ls; false || until false; do $a -rf /; a=rm; done", Q, "exec.opaque-cmd"},
+        {8, "true && for c in 'rm -fr /etc'; do eval \"$c\"; done", D, "floor.rm-system"},
+        {8, "true && if true; then rm -rf /; fi", D, "floor.rm-root"},
         {8, "a=rm; grep -q x f && a=ls; $a -rf /", Q, "exec.opaque-cmd"},
         {8, "a=ls; true && a=rm; $a -rf /", D, "floor.rm-root"},
         {8, "a=rm; false || a=ls; $a -rf /", A, NULL},
