@@ -732,6 +732,7 @@ analyze_free(struct eval *ev)
 {
         free(ev->units);
         free(ev->allowed);
+        free(ev->vtaint);
         sbx_error_clear(&ev->invalid);
         arena_free(&ev->ar);
 }

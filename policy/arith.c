@@ -241,7 +241,10 @@ dollar_at(struct actx *a, const char *s, size_t n, size_t i)
         if (c == '(' && i + 2 < n && s[i + 2] == '(') {
                 size_t e = close_of(s, n, i + 1, '(', ')');
                 struct actx in = *a;
-                arith_scan(&in, s + i + 3, e > i + 4 ? e - i - 4 : 0);
+                if (++in.depth > POLICY_MAX_NEST) /* decoded text has no parser nesting limit */
+                        opaque(a->p, "too deep:", s + i, MIN(e + 1, n) - i);
+                else
+                        arith_scan(&in, s + i + 3, e > i + 4 ? e - i - 4 : 0);
                 return MIN(e + 1, n);
         }
         if (c == '(')

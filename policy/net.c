@@ -544,35 +544,28 @@ unit_secret(struct eval *ev, int j)
         return u->secret;
 }
 
-static const char *word_taint(struct eval *ev, const struct word *w, size_t below, int depth);
+static const char *word_taint(struct eval *ev, const struct word *w, size_t below);
 
-/* The secret a variable named s[0..n) carries: assigned (before vars[below]) from a word
- * whose substitutions read one, or from another such variable. */
+/* The secret a variable named s[0..n) carries: a definition before vars[below] assigned from
+ * a word whose substitutions read one, or from another such variable (taints_compute). */
 static const char *
-var_taint(struct eval *ev, const char *s, size_t n, size_t below, int depth)
+var_taint(struct eval *ev, const char *s, size_t n, size_t below)
 {
         for (size_t j = MIN(below, ev->nvars); j-- > 0;) {
                 const struct var *v = &ev->vars[j];
-                if (strlen(v->name) != n || memcmp(v->name, s, n) || !v->from.s)
-                        continue;
-                /* read k < ~/.aws/credentials */
-                const char *t = v->from_unit >= 0 ? unit_secret(ev, v->from_unit) : NULL;
-                if (!t)
-                        t = word_taint(ev, &v->from, j, depth + 1);
-                if (t)
-                        return t;
+                if (strlen(v->name) == n && !memcmp(v->name, s, n) && ev->vtaint[j] &&
+                    *ev->vtaint[j])
+                        return ev->vtaint[j];
         }
         return NULL;
 }
 
 /* The secret a word carries: a substitution in it that reads one, or a tainted $VAR. */
 static const char *
-word_taint(struct eval *ev, const struct word *w, size_t below, int depth)
+word_taint(struct eval *ev, const struct word *w, size_t below)
 {
         const char *t;
 
-        if (depth > 8)
-                return NULL;
         for (int j = w->sub_lo; (w->flags & W_SUB) && j < w->sub_hi && j < (int) ev->nunits; j++)
                 if ((t = unit_secret(ev, j)))
                         return t;
@@ -581,10 +574,28 @@ word_taint(struct eval *ev, const struct word *w, size_t below, int depth)
                 size_t n = 0;
                 while (nm[n] && (isalnum((unsigned char) nm[n]) || nm[n] == '_'))
                         n++;
-                if (n && (t = var_taint(ev, nm, n, below, depth)))
+                if (n && (t = var_taint(ev, nm, n, below)))
                         return t;
         }
         return NULL;
+}
+
+/* What every script variable carries, in assignment order (each depends only on earlier
+ * ones, so chains and cycles like j=$k; k=$j cost one pass). */
+static void
+taints_compute(struct eval *ev)
+{
+        free(ev->vtaint);
+        ev->vtaint = xcalloc(ev->nvars + 1, sizeof(*ev->vtaint));
+        for (size_t j = 0; j < ev->nvars; j++) {
+                const struct var *v = &ev->vars[j];
+                const char *t = NULL;
+                if (v->from_unit >= 0) /* read k < ~/.aws/credentials */
+                        t = unit_secret(ev, v->from_unit);
+                if (!t && v->from.s)
+                        t = word_taint(ev, &v->from, j);
+                ev->vtaint[j] = t ? t : "";
+        }
 }
 
 /* A secret unit j reads, or carries in a variable assigned from one (k=$(cat key)). */
@@ -595,9 +606,9 @@ unit_leak(struct eval *ev, int j)
         const char *t = unit_secret(ev, j);
 
         for (size_t a = 0; !t && a < u->argc; a++)
-                t = word_taint(ev, &u->argv[a], u->var_hi, 0);
+                t = word_taint(ev, &u->argv[a], u->var_hi);
         for (size_t r = 0; !t && r < u->nredir; r++)
-                t = word_taint(ev, &u->redir[r].target, u->var_hi, 0);
+                t = word_taint(ev, &u->redir[r].target, u->var_hi);
         return t;
 }
 
@@ -617,6 +628,7 @@ exfil(struct eval *ev, int k, const char *secret)
 void
 net_exfil_pass(struct eval *ev)
 {
+        taints_compute(ev);
         for (size_t k = 0; k < ev->nunits; k++) {
                 const struct unit *u = &ev->units[k];
                 const char *s;
