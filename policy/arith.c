@@ -107,6 +107,31 @@ assigned_here(const struct actx *a, const char *s, size_t n)
         return false;
 }
 
+/* Remembers that assigning NAME (s up to '=' or '[') is evaluated: 'i' as an expression, 'n'
+ * as a variable name. */
+static void
+attr_note(struct eval *ev, const char *s, char kind)
+{
+        size_t n = strcspn(s, "=[+");
+
+        if (ev->nattr < ATTR_MAX) {
+                ev->attr[ev->nattr] = arena_strndup(&ev->ar, s, n);
+                ev->attrkind[ev->nattr] = kind;
+        }
+        ev->nattr++;
+}
+
+/* How assigning NAME (s[0..n)) is evaluated: 'i', 'n', 0 as a string; '?' when too many
+ * names were declared to remember them all. */
+static char
+attr_of(const struct eval *ev, const char *s, size_t n)
+{
+        for (size_t j = 0; j < MIN(ev->nattr, (size_t) ATTR_MAX); j++)
+                if (strlen(ev->attr[j]) == n && !memcmp(ev->attr[j], s, n))
+                        return ev->attrkind[j];
+        return ev->nattr > ATTR_MAX ? '?' : 0;
+}
+
 /* A name read as a number: its value is an expression too. */
 static void
 read_name(struct actx *a, const char *s, size_t n)
@@ -114,6 +139,10 @@ read_name(struct actx *a, const char *s, size_t n)
         bool known;
 
         if (numeric_special(s, n) || assigned_here(a, s, n))
+                return;
+        /* a variable declared -i holds a number once assigned (the assignments to it are
+         * judged as expressions, assigns()); one a reader filled may not be integer there */
+        if (attr_of(a->p->ev, s, n) == 'i' && !word_var_from_reader(a->p->ev, s, n))
                 return;
         const char *v = word_var_lookup(a->p->ev, s, n, &known);
         if (!known && !word_var_inherited(a->p->ev, s, n)) {
@@ -358,6 +387,25 @@ b_let(struct parser *p, const struct word *av, size_t ac)
                 arith_word(p, &av[j]);
 }
 
+/* NAME=VALUE assignments of unit k to a name declared -i (an expression) or -n (a name). */
+static void
+assigns(struct parser *p, int k)
+{
+        const struct unit *u = &p->ev->units[k];
+
+        for (size_t a = 0; a < u->nassign && p->ev->nattr > 0; a++) {
+                struct word v = u->assign[a];
+                const char *eq = strchr(v.s, '=');
+                size_t n = eq ? (size_t) (eq - v.s) - (eq > v.s && eq[-1] == '+') : 0;
+                char kind = n ? attr_of(p->ev, v.s, n) : 0;
+                v.s = eq ? eq + 1 : v.s;
+                if (kind == 'i' || kind == '?')
+                        arith_word(p, &v);
+                else if (kind == 'n')
+                        arith_name_word(p, &v);
+        }
+}
+
 /* declare/typeset/local/export/readonly [-aAfFgiIlnprtux] NAME[=VALUE]…: with -i the
  * value is an expression, with -n it is a name. */
 static void
@@ -375,6 +423,8 @@ b_declare(struct parser *p, const struct word *av, size_t ac)
                 }
                 opts = false;
                 arith_name_word(p, &av[j]);
+                if (integer || ref)
+                        attr_note(p->ev, s, integer ? 'i' : 'n');
                 const char *eq = strchr(s, '=');
                 if (!eq || (!integer && !ref))
                         continue;
@@ -441,6 +491,7 @@ arith_unit(struct parser *p, int k)
         const struct word *av = u->argv;
         size_t ac = u->argc;
 
+        assigns(p, k);
         while (ac > 1 && (!strcmp(av[0].s, "builtin") || !strcmp(av[0].s, "command")))
                 av++, ac--;
         if (ac < 2 || (av[0].flags & W_DYN))

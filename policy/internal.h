@@ -45,6 +45,7 @@
 #define POLICY_MAX_LINKS    64  /* symlinks remembered per evaluation */
 #define POLICY_MAX_FDS      64  /* file descriptors remembered per evaluation */
 #define DIRSTACK_MAX        16  /* pushd entries followed */
+#define ATTR_MAX            32  /* declare -i / -n names remembered */
 
 /* Bump allocator; everything of one evaluation is freed at once. */
 struct arena_chunk;
@@ -217,6 +218,9 @@ struct eval {
         const char *cwd;       /* tracked working directory, NULL when unknown */
         const char *start_cwd; /* the cwd the command starts in */
         const char *ws;        /* the workspace (ctx->workspace or the first cwd), may be NULL */
+        const char *attr[ATTR_MAX];     /* names declared -i (value 'i') or -n ('n') … */
+        char attrkind[ATTR_MAX];        /* … so that assigning them is evaluated (arith.c) */
+        size_t nattr;                   /* > ATTR_MAX: some were not remembered */
         const char *dirs[DIRSTACK_MAX]; /* pushd's stack (entries may be NULL: unknown) */
         size_t ndirs;
         struct written *written;

@@ -145,6 +145,9 @@ void arith_dbracket(struct parser *p, const struct word *ws, size_t n);
 void arith_bparam(struct parser *p, const char *b, size_t n, int lo);
 /* The value of a variable as the script sees it at this point; *known false if not known. */
 const char *word_var_lookup(struct eval *ev, const char *name, size_t n, bool *known);
+/* The variable's value here may come from a reader (read, mapfile, getopts, printf -v) or a
+ * place the parser cannot see (a loop, a carrier): not from an assignment word. */
+bool word_var_from_reader(struct eval *ev, const char *name, size_t n);
 /* The script has not assigned the variable here: its value is the environment's. */
 bool word_var_inherited(struct eval *ev, const char *name, size_t n);
 

@@ -172,6 +172,21 @@ var_find(struct eval *ev, const char *name, size_t n, const char **v, bool *clos
 }
 
 bool
+word_var_from_reader(struct eval *ev, const char *name, size_t n)
+{
+        const char *v = NULL;
+        bool closed;
+        size_t lo = MAX(MAX(ev->var_floor, ev->var_barrier), ev->var_havoc);
+
+        if (!var_find(ev, name, n, &v, &closed))
+                return closed;
+        for (size_t k = ev->nvars; k-- > lo;) /* the definition var_find found, if local */
+                if (strlen(ev->vars[k].name) == n && !memcmp(ev->vars[k].name, name, n))
+                        return ev->vars[k].from_unit >= 0;
+        return true; /* a carrier's: not known how */
+}
+
+bool
 word_var_inherited(struct eval *ev, const char *name, size_t n)
 {
         const char *v = NULL;

@@ -547,7 +547,13 @@ static const struct ccase ccases[] = {
         {12, "compgen -W '$(rm -rf ~)' x", D, "floor.rm-home"},
         {12, "bind -x '\"\\C-a\": rm -rf ~'", D, "floor.rm-home"},
         {12, "bind -x '\"\\C-a\":\"rm -rf /\"'", D, "floor.rm-root"},
+        {12, "declare -i n; n='a[$(rm -rf ~)]'", D, "floor.rm-home"},
+        {12, "local -i n=1; n+='a[$(rm -rf /)]'", D, "floor.rm-root"},
+        {12, "typeset -i n; x=1 n='a[`rm -rf ~`]' true", D, "floor.rm-home"},
+        {12, "declare -n r=x; r='a[$(rm -rf ~)]'", D, "floor.rm-home"},
         /* values only known at run time */
+        {12, "declare -i n; n=$(curl -s x)", Q, "exec.arith-opaque"},
+        {12, "declare -i c; read c; (( c ))", Q, "exec.arith-opaque"},
         {12, "x=$(curl -s http://x); (( x ))", Q, "exec.arith-opaque"},
         {12, "read x; echo $(( x + 1 ))", Q, "exec.arith-opaque"},
         {12, "let \"$(cat f)\"", Q, "exec.arith-opaque"},
@@ -574,6 +580,8 @@ static const struct ccase ccases[] = {
         {12, "printf -v out '%s-%s' a b", A, NULL},
         {12, "mapfile -t lines < f", A, NULL},
         {12, "declare -i n=5; declare -a arr", A, NULL},
+        {12, "typeset -i c=0; c=c+1; echo $((c))", A, NULL},
+        {12, "f(){ local -i i=0; (( i++ )); }", A, NULL},
         {12, "fc -l", A, NULL},
         {12, "compgen -W 'start stop' st", A, NULL},
 
