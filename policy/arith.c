@@ -543,6 +543,32 @@ indirect(struct parser *p, const char *name, size_t n)
         arith_name_word(p, &w);
 }
 
+/* A prompt's backslash escapes decoded first, as bash does before it expands the rest:
+ * \$ is $ (for a non-root user), \NNN an octal byte, \\ a backslash; the others (\u, \w …)
+ * become a plain character. */
+static char *
+prompt_decode(struct eval *ev, const char *v)
+{
+        char *o = arena_alloc(&ev->ar, strlen(v) + 1), *q = o;
+
+        for (; *v; v++) {
+                if (*v != '\\' || !v[1]) {
+                        *q++ = *v;
+                } else if (v[1] >= '0' && v[1] <= '7') {
+                        int c = 0, k = 0;
+                        for (v++; k < 3 && *v >= '0' && *v <= '7'; k++, v++)
+                                c = c * 8 + (*v - '0');
+                        v--;
+                        *q++ = (char) (c ? c : ' ');
+                } else {
+                        v++;
+                        *q++ = *v == '$' || *v == '\\' ? *v : '_';
+                }
+        }
+        *q = '\0';
+        return o;
+}
+
 /* ${x@P}: the value is expanded as a prompt string, command substitutions and all. */
 static void
 prompt(struct parser *p, const char *name, size_t n)
@@ -550,11 +576,13 @@ prompt(struct parser *p, const char *name, size_t n)
         bool known;
         const char *v = word_var_lookup(p->ev, name, n, &known);
 
-        if (!known)
+        if (!known) {
                 analyze_add(p->ev, -1, "exec.opaque-payload", "${…@P}",
                             arena_strndup(&p->ev->ar, name, n));
-        else
-                arith_expand(p, v, strlen(v));
+                return;
+        }
+        const char *d = prompt_decode(p->ev, v);
+        arith_expand(p, d, strlen(d));
 }
 
 /* ${ … } other than ${name}: body[0..n) between the braces, its substitutions parsed into

@@ -152,7 +152,20 @@ var_scan(struct eval *ev, size_t lo, size_t hi, const char *name, size_t n, cons
         return false;
 }
 
-/* The value of a variable as the script would see it here; *known false when not known. */
+/* An assignment prefix NAME=VALUE of unit u (the last one): true when found. */
+static bool
+prefix_scan(const struct unit *u, const char *name, size_t n, const char **v)
+{
+        for (size_t a = u->nassign; a-- > 0;) {
+                const struct word *w = &u->assign[a];
+                if (strncmp(w->s, name, n) || w->s[n] != '=')
+                        continue;
+                *v = (w->flags & W_DYN) ? NULL : w->s + n + 1;
+                return true;
+        }
+        return false;
+}
+
 /* Whether the script assigned the variable before this point (*v its value); *closed: a
  * loop, a function body or an eval before it may have. */
 static bool
@@ -162,9 +175,11 @@ var_find(struct eval *ev, const char *name, size_t n, const char **v, bool *clos
         bool found = var_scan(ev, lo, ev->nvars, name, n, v);
 
         *closed = lo > ev->var_floor;
-        /* a payload also sees what its carrier saw, and so on up */
+        /* a payload also sees what its carrier saw, and so on up: first the carrier's own
+         * assignment prefixes (X=1 bash -c '…' exports X to it) */
         for (int c = ev->var_carrier, hops = 0; !found && !*closed && c >= 0 && hops < 16; hops++) {
-                found = var_scan(ev, ev->units[c].var_lo, ev->units[c].var_hi, name, n, v);
+                found = prefix_scan(&ev->units[c], name, n, v) ||
+                        var_scan(ev, ev->units[c].var_lo, ev->units[c].var_hi, name, n, v);
                 *closed = ev->units[c].var_closed;
                 c = ev->units[c].carrier;
         }

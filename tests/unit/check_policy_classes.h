@@ -435,6 +435,9 @@ static const struct ccase ccases[] = {
         {7, "cp a.txt b.txt && mv b.txt docs/", A, NULL},
 
         /* 8. limits never weaken a verdict */
+        {8, "X=/ bash -c 'rm -rf $X'", D, "floor.rm-root"},
+        {8, "X=/ eval 'rm -rf $X'", D, "floor.rm-root"},
+        {8, "X=$(cat f) bash -c 'rm -rf $X'", Q, "delete.recursive"},
         {8,
          "rm -rf a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14 a15 a16 a17 a18 a19 a20 a21 "
          "a22 a23 a24 a25 a26 a27 a28 a29 a30 a31 a32 a33 a34 a35 a36 a37 a38 a39 a40 a41 a42 "
@@ -538,6 +541,10 @@ static const struct ccase ccases[] = {
         {12, "test -v 'a[$(rm -rf ~)]'", D, "floor.rm-home"},
         {12, "[ -v 'a[$(rm -rf ~)]' ]", D, "floor.rm-home"},
         {12, "x='$(rm -rf ~)'; echo ${x@P}", D, "floor.rm-home"},
+        {12, "x='\\$(rm -rf ~)'; echo ${x@P}", D, "floor.rm-home"},
+        {12, "x='\\044(rm -rf ~)'; echo ${x@P}", D, "floor.rm-home"},
+        {12, "x='\\u@\\h:\\w\\$ '; echo ${x@P}", A, NULL},
+        {12, "x='a[$(rm -rf ~)]' bash -c '(( x ))'", D, "floor.rm-home"},
         {12, "x='`rm -rf /`'; echo \"${x@P}\"", D, "floor.rm-root"},
         {12, "eval \"let 'a[\\$(rm -rf ~)]'\"", D, "floor.rm-home"},
         {12, "bash -c \"x='a[\\$(rm -rf ~)]'; (( x ))\"", D, "floor.rm-home"},
