@@ -91,8 +91,10 @@ analyze_add(struct eval *ev, int unit, const char *rule, const char *match, cons
 
         if (!r || rule_disabled(ev, r))
                 return;
-        if (!strcmp(rule, "parse.limit"))
+        if (!strcmp(rule, "parse.limit")) {
                 ev->limited = true;
+                ev->nlimits++;
+        }
         nf.verdict = r->verdict;
         nf.flags = r->flags;
         nf.message = r->message;
@@ -613,6 +615,13 @@ analyze_init(struct eval *ev, const struct policy *p, const struct policy_ctx *c
 
 /* Analyses units from index from, including those carriers add on the way. */
 void
+analyze_range(struct eval *ev, int from)
+{
+        for (size_t k = (size_t) from; k < ev->nunits; k++)
+                analyze_unit(ev, (int) k);
+}
+
+void
 analyze_units(struct eval *ev, int from)
 {
         for (size_t k = (size_t) from; k < ev->nunits; k++)
@@ -661,6 +670,7 @@ analyze_payload(struct eval *ev, int unit, const char *script, bool same_shell)
         ev->var_barrier = ev->nvars;
         ev->var_havoc = ev->nvars;
         ev->var_carrier = unit;
+        unsigned limits = ev->nlimits;
         parse_script(ev, script, strlen(script), depth, scope);
         ev->var_floor = floor;
         ev->var_barrier = barrier;
@@ -673,6 +683,13 @@ analyze_payload(struct eval *ev, int unit, const char *script, bool same_shell)
         ev->stop = ev->stop || stopped;
         for (size_t j = first; j < ev->nunits; j++)
                 analyze_unit(ev, (int) j);
+        /* a limit inside the payload hides the rest of it: rescan it (once, not again for the
+         * POSIX reading of the same text) */
+        if (ev->nlimits != limits && unit >= 0 && !ev->posix) {
+                bool was = ev->stop;
+                rescan_payload(ev, unit, script);
+                ev->stop = ev->stop || was;
+        }
 }
 
 /* When findings were left out, an approval must not cover a different command that shares the

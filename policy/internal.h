@@ -200,6 +200,7 @@ struct eval {
         int nest;
         bool stop;        /* a limit or syntax error ended parsing */
         bool limited;     /* a parse.limit finding was added: rescan.c judges the input again */
+        unsigned nlimits; /* parse.limit findings so far (a payload rescans on a new one) */
         size_t unit_base; /* the unit limit counts from here (rescan.c's payloads) */
         struct var *vars;
         size_t nvars, varcap;
@@ -252,6 +253,9 @@ void analyze_init(struct eval *ev, const struct policy *p, const struct policy_c
                   size_t input_len);
 /* Analyses units from index from, including those carriers add on the way. */
 void analyze_units(struct eval *ev, int from);
+/* The same without the whole-command passes (fork bombs, secrets leaving): for units added
+ * while others are analysed, the passes run once at the end. */
+void analyze_range(struct eval *ev, int from);
 /* Moves the findings into out (strictest verdict wins). */
 void analyze_finish(struct eval *ev, struct policy_result *out);
 void analyze_free(struct eval *ev);
@@ -439,6 +443,8 @@ bool carrier_stdin_remote(struct eval *ev, int k);
 /* After a limit: scans the whole command s[0..n) with a flat lexer and judges each command's
  * name, options and floor operands, so that no limit weakens a verdict. */
 void rescan_input(struct eval *ev, const char *s, size_t n);
+/* The same for the payload of unit carrier when parsing it hit a limit. */
+void rescan_payload(struct eval *ev, int carrier, const char *s);
 /* The same for an argv exec. */
 void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 

@@ -35,12 +35,14 @@ struct rscmd {
 
 struct rescan {
         struct eval *ev;
+        int carrier; /* the unit whose payload is rescanned, -1 for the whole input */
         struct rscmd c;
         char *buf; /* the word being read */
         size_t len, cap;
         unsigned flags;
-        bool tilde; /* the word began with an unquoted ~ */
-        uint64_t seen[RS_SEEN];
+        bool tilde;     /* the word began with an unquoted ~ */
+        uint64_t *seen; /* hashes of the commands judged (open addressing) */
+        size_t nseen;   /* its size: RS_SEEN for the input, less for a payload */
 };
 
 static int
@@ -145,7 +147,7 @@ cmd_hash(const struct rscmd *c)
 static bool
 seen(struct rescan *r, uint64_t h)
 {
-        for (size_t i = h % RS_SEEN, n = 0; n < RS_SEEN; i = (i + 1) % RS_SEEN, n++) {
+        for (size_t i = h % r->nseen, n = 0; n < r->nseen; i = (i + 1) % r->nseen, n++) {
                 if (r->seen[i] == h)
                         return true;
                 if (r->seen[i] == 0) {
@@ -174,6 +176,13 @@ cmd_end(struct rescan *r)
                 u->pipe_prev = PIPE_UNKNOWN;
                 u->fed_by = u->inherit = u->carrier = -1;
                 u->var_closed = true;
+                if (r->carrier >= 0) { /* a payload's: at its carrier's place and depth */
+                        const struct unit *cu = &ev->units[r->carrier];
+                        u->depth = cu->depth + 1;
+                        u->scope = cu->scope;
+                        u->flags = U_CARRIED;
+                        u->carrier = u->inherit = r->carrier;
+                }
                 u->argv = arena_alloc(&ev->ar, c->nw * sizeof(struct word));
                 memcpy(u->argv, c->w, c->nw * sizeof(struct word));
                 u->argc = u->argcap = c->nw;
@@ -284,15 +293,20 @@ scan(struct rescan *r, const char *s, size_t n)
 }
 
 static struct rescan *
-rescan_new(struct eval *ev)
+rescan_new(struct eval *ev, int carrier)
 {
         struct rescan *r = xcalloc(1, sizeof(*r));
 
         r->ev = ev;
+        r->carrier = carrier;
+        r->nseen = carrier < 0 ? RS_SEEN : RS_SEEN / 64;
+        r->seen = xcalloc(r->nseen, sizeof(*r->seen));
         ev->stop = false; /* carriers in the commands found are parsed again */
         ev->steps = 0;
         ev->nest = 0;
-        ev->cwd = ev->start_cwd; /* a cd is replayed in order */
+        ev->nwords = 0;
+        if (carrier < 0)
+                ev->cwd = ev->start_cwd; /* a cd is replayed in order */
         return r;
 }
 
@@ -300,8 +314,12 @@ static void
 rescan_done(struct rescan *r, int first)
 {
         r->ev->unit_base = r->ev->nunits; /* the payloads of these get a budget of their own */
-        analyze_units(r->ev, first);
+        if (r->carrier < 0)
+                analyze_units(r->ev, first);
+        else
+                analyze_range(r->ev, first); /* a payload's: the passes run at the top */
         free(r->buf);
+        free(r->seen);
         free(r);
 }
 
@@ -310,9 +328,20 @@ void
 rescan_input(struct eval *ev, const char *s, size_t n)
 {
         int first = (int) ev->nunits;
-        struct rescan *r = rescan_new(ev);
+        struct rescan *r = rescan_new(ev, -1);
 
         scan(r, s, n);
+        rescan_done(r, first);
+}
+
+/* The same for a payload of unit carrier whose parse hit a limit (bash -c '<huge>'). */
+void
+rescan_payload(struct eval *ev, int carrier, const char *s)
+{
+        int first = (int) ev->nunits;
+        struct rescan *r = rescan_new(ev, carrier);
+
+        scan(r, s, strlen(s));
         rescan_done(r, first);
 }
 
@@ -321,7 +350,7 @@ void
 rescan_argv(struct eval *ev, char *const *argv, size_t argc)
 {
         int first = (int) ev->nunits;
-        struct rescan *r = rescan_new(ev);
+        struct rescan *r = rescan_new(ev, -1);
 
         for (size_t i = 0; i < argc; i++) {
                 struct word w = {.s = argv[i]};

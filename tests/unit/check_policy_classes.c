@@ -558,6 +558,10 @@ static const struct {
         {"x=$(echo ", "a ", 70000, "); kill -9 -1", D, "floor.kill-all"},
         {"echo ", "a ", 70000, "> /dev/sda", D, "floor.write-dev"},
         {"", "true | ", 5000, "bash -c 'rm -rf ~'", D, "floor.rm-home"},
+        /* the limit inside a payload: the payload is rescanned */
+        {"bash -c 'rm -rf ", "a ", 60000, "/'", D, "floor.rm-root"},
+        {"eval \"", "true; ", 5000, "rm -rf /\"", D, "floor.rm-root"},
+        {"", "sudo -E ", 30000, "bash -c 'rm -rf ~'", D, "floor.rm-home"},
         /* a limit alone stays a question */
         {"rm -rf ", "a ", 60000, "b", Q, "parse.limit"},
         {"", "sudo -E ", 30000, "ls", Q, "parse.limit"},
