@@ -201,6 +201,7 @@ struct eval {
         bool stop;        /* a limit or syntax error ended parsing */
         bool limited;     /* a parse.limit finding was added: rescan.c judges the input again */
         unsigned nlimits; /* parse.limit findings so far (a payload rescans on a new one) */
+        size_t rescanned; /* bytes of payloads rescanned (bounded, rescan.c) */
         size_t unit_base; /* the unit limit counts from here (rescan.c's payloads) */
         struct var *vars;
         size_t nvars, varcap;

@@ -302,11 +302,14 @@ rescan_new(struct eval *ev, int carrier)
         r->nseen = carrier < 0 ? RS_SEEN : RS_SEEN / 64;
         r->seen = xcalloc(r->nseen, sizeof(*r->seen));
         ev->stop = false; /* carriers in the commands found are parsed again */
-        ev->steps = 0;
         ev->nest = 0;
         ev->nwords = 0;
-        if (carrier < 0)
+        if (carrier < 0) {
+                /* the input's rescan gets a step budget of its own, once; a payload's goes on
+                 * with what is left, so nested payloads cannot multiply the work */
+                ev->steps = 0;
                 ev->cwd = ev->start_cwd; /* a cd is replayed in order */
+        }
         return r;
 }
 
@@ -334,14 +337,20 @@ rescan_input(struct eval *ev, const char *s, size_t n)
         rescan_done(r, first);
 }
 
-/* The same for a payload of unit carrier whose parse hit a limit (bash -c '<huge>'). */
+/* The same for a payload of unit carrier whose parse hit a limit (bash -c '<huge>'). All
+ * payload rescans of one evaluation read at most max_steps / 8 bytes (4 per input byte and
+ * then some); beyond that the payload's own parse.limit (ASK) is what stands. */
 void
 rescan_payload(struct eval *ev, int carrier, const char *s)
 {
         int first = (int) ev->nunits;
-        struct rescan *r = rescan_new(ev, carrier);
+        size_t n = strlen(s);
 
-        scan(r, s, strlen(s));
+        if (ev->rescanned + n > ev->max_steps / 8)
+                return;
+        ev->rescanned += n;
+        struct rescan *r = rescan_new(ev, carrier);
+        scan(r, s, n);
         rescan_done(r, first);
 }
 

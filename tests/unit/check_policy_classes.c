@@ -622,6 +622,27 @@ START_TEST(test_taint_chain)
 }
 END_TEST
 
+/* Carriers that each read the same stream again (su reads stdin, which holds su lines) fan
+ * out at every level: the work stays bounded by the step budget, rescans included, and
+ * the floor command in the stream is still found. */
+START_TEST(test_carrier_fanout_bounded)
+{
+        struct policy_ctx ctx = policy_test_ctx();
+        char in[512] = "";
+        struct policy_result r;
+
+        for (int j = 0; j < 12; j++)
+                strcat(in, "su\n");
+        strcat(in, "rm -rf ~\n");
+        ctx.stdin_data = in;
+        ctx.stdin_len = strlen(in);
+        policy_eval_command(pol, &ctx, "su", &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "floor.rm-home"));
+        policy_result_clear(&r);
+}
+END_TEST
+
 /* An argv beyond 65 536 words keeps its floor too. */
 START_TEST(test_limits_keep_floor_argv)
 {
@@ -668,6 +689,7 @@ suite(void)
         tcase_add_loop_test(tc, test_limits_keep_floor, 0, (int) ARRAY_SIZE(big_cases));
         tcase_add_test(tc, test_limits_keep_floor_argv);
         tcase_add_test(tc, test_taint_chain);
+        tcase_add_test(tc, test_carrier_fanout_bounded);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
         return s;
