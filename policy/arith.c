@@ -406,8 +406,30 @@ assigns(struct parser *p, int k)
         }
 }
 
-/* declare/typeset/local/export/readonly [-aAfFgiIlnprtux] NAME[=VALUE]…: with -i the
- * value is an expression, with -n it is a name. */
+/* export/readonly NAME[=VALUE]…: bash refuses a subscript in NAME ("not a valid
+ * identifier") without expanding it; a VALUE is evaluated as the name's attribute says
+ * (declared -i or -n earlier in the command; a name only known at run time may be one). */
+static void
+b_export(struct parser *p, const struct word *av, size_t ac)
+{
+        for (size_t j = 1; j < ac; j++) {
+                const char *eq = strchr(av[j].s, '=');
+                if (!eq || p->ev->nattr == 0)
+                        continue;
+                char kind = (av[j].flags & W_DYN)
+                                    ? '?'
+                                    : attr_of(p->ev, av[j].s, (size_t) (eq - av[j].s));
+                struct word v = av[j];
+                v.s = eq + 1;
+                if (kind == 'i' || kind == '?')
+                        arith_word(p, &v);
+                else if (kind == 'n')
+                        arith_name_word(p, &v);
+        }
+}
+
+/* declare/typeset/local [-aAfFgiIlnprtux] NAME[=VALUE]…: a subscript in NAME is expanded
+ * and evaluated; with -i the value is an expression, with -n it is a name. */
 static void
 b_declare(struct parser *p, const struct word *av, size_t ac)
 {
@@ -499,9 +521,10 @@ arith_unit(struct parser *p, int k)
         const char *c = av[0].s;
         if (!strcmp(c, "let"))
                 b_let(p, av, ac);
-        else if (analyze_in(c, (const char *const[]){"declare", "typeset", "local", "export",
-                                                     "readonly", NULL}))
+        else if (analyze_in(c, (const char *const[]){"declare", "typeset", "local", NULL}))
                 b_declare(p, av, ac);
+        else if (!strcmp(c, "export") || !strcmp(c, "readonly"))
+                b_export(p, av, ac);
         else if (!strcmp(c, "test") || !strcmp(c, "["))
                 b_test(p, av, ac);
         for (size_t j = 0; j < ARRAY_SIZE(name_cmds); j++)

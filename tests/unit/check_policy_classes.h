@@ -515,7 +515,11 @@ static const struct ccase ccases[] = {
         {12, "f(){ local -i n='a[$(rm -rf ~)]'; }", D, "floor.rm-home"},
         {12, "declare -n r='a[$(rm -rf ~)]'", D, "floor.rm-home"},
         {12, "declare 'a[$(rm -rf ~)]=1'", D, "floor.rm-home"},
-        {12, "export 'a[$(rm -rf /)]'", D, "floor.rm-root"},
+        /* export and readonly refuse a subscript in a name without expanding it (bash:
+         * "not a valid identifier"); a value is evaluated as the name's attribute says */
+        {12, "declare -i n; export n='a[$(rm -rf ~)]'", D, "floor.rm-home"},
+        {12, "declare -i n; readonly n='a[$(rm -rf /)]'", D, "floor.rm-root"},
+        {12, "declare -i n; export \"$k\"='a[$(rm -rf ~)]'", D, "floor.rm-home"},
         {12, "printf -v 'a[$(rm -rf ~)]' x", D, "floor.rm-home"},
         {12, "printf -v'a[$(rm -rf ~)]' %s x", D, "floor.rm-home"},
         {12, "read 'a[$(rm -rf ~)]'", D, "floor.rm-home"},
@@ -590,6 +594,9 @@ static const struct ccase ccases[] = {
         {12, "typeset -i c=0; c=c+1; echo $((c))", A, NULL},
         {12, "f(){ local -i i=0; (( i++ )); }", A, NULL},
         {12, "fc -l", A, NULL},
+        {12, "export 'a[$(rm -rf /)]'", A, NULL},
+        {12, "for i in 1 2 3; do export SBX_T$i=v; done", A, NULL},
+        {12, "readonly X$n=1 Y=2", A, NULL},
         {12, "compgen -W 'start stop' st", A, NULL},
 
         /* 13. tools that read their commands from a stream (a download, a pipe) and
