@@ -156,6 +156,17 @@ sess_gone(struct agent_session *s, const char *why, const struct sbx_error *err,
         agent_session_unref(s);
 }
 
+/* A delay between half and all of ms: sessions that lost their links together (a host or a
+ * network gone) do not all come back in the same millisecond. */
+static unsigned
+sess_jitter(unsigned ms)
+{
+        uint32_t r;
+
+        sess_random(&r, sizeof(r));
+        return ms / 2 + r % (ms / 2 + 1);
+}
+
 static void
 sess_retry_cb(uv_timer_t *t)
 {
@@ -191,8 +202,8 @@ sess_lost(struct agent_session *s, const char *why)
         s->state = SESS_RETRY;
         s->backoff_ms =
                 s->backoff_ms ? MIN(2 * s->backoff_ms, SESS_BACKOFF_MAX_MS) : SESS_BACKOFF_MIN_MS;
-        uv_timer_start(&s->timer, sess_retry_cb, MIN(s->backoff_ms, limit - (now - s->down_since)),
-                       0);
+        uv_timer_start(&s->timer, sess_retry_cb,
+                       MIN(sess_jitter(s->backoff_ms), limit - (now - s->down_since)), 0);
         if (s->ever_up)
                 sess_notify(s, BACKEND_LINK_RECONNECTING, why);
 }
@@ -263,12 +274,14 @@ sess_connected_cb(void *ctx, struct agent_transport *t, const char *error)
         s->t = t;
         s->gen++;
         s->last_rx = util_now_ms();
-        t->ops->start(t, &sess_tcbs, s);
         t->ops->send(t, sync, sizeof(sync));
         if (s->cfg.secret)
                 s->state = SESS_AUTH; /* the agent speaks first */
         else
                 sess_hello(s);
+        /* Last: a transport may hand over bytes it already holds (a detached agent's
+         * CHALLENGE) from inside start, and they find the session waiting for them. */
+        t->ops->start(t, &sess_tcbs, s);
         agent_session_unref(s);
 }
 

@@ -6,6 +6,7 @@
  * deadlines as a safety net only. */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <check.h>
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +71,17 @@ run_for(unsigned ms)
 /* ---- the owner of a session ---- */
 
 /* VIA_DETACH_BRIDGE: the first connect starts `--detach --bridge` (secret sent first), later
- * ones are VIA_BRIDGE. */
-enum conn_kind { VIA_SPAWN, VIA_FDS, VIA_UNIX, VIA_BRIDGE, VIA_PROXY, VIA_FAKE, VIA_DETACH_BRIDGE };
+ * ones are VIA_BRIDGE. VIA_EARLY: a transport that holds the agent's first bytes. */
+enum conn_kind {
+        VIA_SPAWN,
+        VIA_FDS,
+        VIA_UNIX,
+        VIA_BRIDGE,
+        VIA_PROXY,
+        VIA_FAKE,
+        VIA_DETACH_BRIDGE,
+        VIA_EARLY,
+};
 
 struct owner {
         enum conn_kind kind;
@@ -131,6 +142,7 @@ fork_agent(struct owner *o, char *const *extra)
 
 struct proxy;
 static void proxy_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx);
+static void early_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx);
 static void fake_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx);
 
 static const char secret_hex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -182,6 +194,9 @@ owner_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
                 break;
         case VIA_DETACH_BRIDGE:
                 detach_bridge_connect(o, cb, cb_ctx);
+                break;
+        case VIA_EARLY:
+                early_connect(o, cb, cb_ctx);
                 break;
         }
 }
@@ -688,6 +703,88 @@ owner_detached(struct owner *o, enum conn_kind kind, const char *secret, bool ad
         owner_open(o, kind, &cfg);
 }
 
+/* ---- a transport that already holds the agent's first bytes (VIA_EARLY) ----
+ *
+ * Like an ssh channel whose open confirmation came with the agent's CHALLENGE: the bytes are
+ * there before the session starts the transport and are handed over from inside start(). */
+
+struct early {
+        struct agent_transport base;
+        struct agent_transport *inner;
+        char held[256];
+        size_t nheld;
+};
+
+static void
+early_start(struct agent_transport *t, const struct agent_transport_cbs *cbs, void *ctx)
+{
+        struct early *e = (struct early *) t;
+
+        cbs->on_data(ctx, e->held, e->nheld); /* before start returns */
+        e->inner->ops->start(e->inner, cbs, ctx);
+}
+
+static void
+early_send(struct agent_transport *t, const void *data, size_t len)
+{
+        struct early *e = (struct early *) t;
+
+        e->inner->ops->send(e->inner, data, len);
+}
+
+static size_t
+early_queued(const struct agent_transport *t)
+{
+        const struct early *e = (const struct early *) t;
+
+        return e->inner->ops->queued(e->inner);
+}
+
+static void
+early_nop(struct agent_transport *t)
+{
+}
+
+static void
+early_close(struct agent_transport *t)
+{
+        struct early *e = (struct early *) t;
+
+        e->inner->ops->close(e->inner);
+        free(e);
+}
+
+static const struct agent_transport_ops early_ops = {
+        .kind = "early",
+        .start = early_start,
+        .send = early_send,
+        .queued = early_queued,
+        .pause = early_nop,
+        .resume = early_nop,
+        .close = early_close,
+};
+
+static void
+early_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct early *e = xcalloc(1, sizeof(*e));
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t n;
+
+        ck_assert_uint_lt(strlen(o->sock), sizeof(sa.sun_path));
+        memcpy(sa.sun_path, o->sock, strlen(o->sock));
+        ck_assert_int_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(poll(&p, 1, DEADLINE_MS), 1); /* the CHALLENGE is there */
+        n = read(fd, e->held, sizeof(e->held));
+        ck_assert_int_gt(n, 0);
+        e->nheld = (size_t) n;
+        e->base.ops = &early_ops;
+        e->inner = agent_transport_fds(&loop, fd, fd);
+        cb(cb_ctx, &e->base, NULL);
+}
+
 /* ---- test data ---- */
 
 /* Writes n pseudo-random bytes (every byte value, including 0xFE) to tmpdir/name. */
@@ -1132,6 +1229,26 @@ START_TEST(test_detached_auth)
 }
 END_TEST
 
+/* A transport that hands over the agent's CHALLENGE from inside start() (an ssh channel whose
+ * open confirmation came with it): the session is ready for it. */
+START_TEST(test_detached_bytes_held_before_start)
+{
+        pid_t agent = start_detached(secret_hex, NULL);
+        char *argv[] = {"echo", "early", NULL};
+        struct owner o = {0};
+        struct run r = {0};
+
+        owner_detached(&o, VIA_EARLY, secret_hex, false);
+        start_argv(&o, argv, &r);
+        finish(&r);
+        ck_assert_msg(r.out.len == 6 && !memcmp(r.out.data, "early\n", 6), "stdout: %.*s (%s)",
+                      (int) r.out.len, r.out.data ? r.out.data : "", o.last_reason);
+        run_free(&r);
+        owner_close(&o);
+        stop_detached(agent);
+}
+END_TEST
+
 /* The agent is replaced by a new one: with the same secret the session goes on and reports
  * the execs of the old one lost; with another secret it is refused cleanly. */
 START_TEST(test_agent_restarted)
@@ -1244,6 +1361,7 @@ session_suite(void)
         tcase_add_test(tc, test_spool_quota_backpressure);
         tcase_add_test(tc, test_detached_auth);
         tcase_add_test(tc, test_detach_bridge_one_command);
+        tcase_add_test(tc, test_detached_bytes_held_before_start);
         tcase_add_loop_test(tc, test_agent_restarted, 0, 2);
         tcase_add_test(tc, test_torn_and_forged_frames);
         tcase_add_test(tc, test_version_mismatch);
