@@ -1,5 +1,4 @@
-/* backend.c — the backend registry, and placeholders that fail closed for backends this build
- * does not implement yet (they are never replaced by another backend). */
+/* backend.c — the backend registry. */
 #include "backends/backend.h"
 
 #include <errno.h>
@@ -10,43 +9,18 @@
 #include "backends/docker.h"
 #include "backends/modal/modal.h"
 #include "backends/singularity/singularity.h"
+#include "backends/ssh/ssh.h"
 #include "policy/policy.h"
 #include "protocol/util.h"
 
-#define UNAVAILABLE_REASON "not implemented in this version of sandboxd"
-#define UNAVAILABLE_HINT                                                                           \
-        "use backend \"local\", \"docker\", \"singularity\", \"modal\" or \"daytona\"; this "      \
-        "backend is on the roadmap"
-
-static void
-unavailable_probe(void *ctx, backend_probe_cb cb)
-{
-        cb(ctx, false, UNAVAILABLE_REASON, UNAVAILABLE_HINT, NULL);
-}
-
-static void
-unavailable_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
-                   backend_create_cb cb)
-{
-        struct sbx_error err = {0};
-
-        sbx_error_set(&err, SBX_E_BACKEND_UNAVAILABLE,
-                      json_pack("{s:s,s:s,s:s}", "backend", "unavailable", "reason",
-                                UNAVAILABLE_REASON, "hint", UNAVAILABLE_HINT),
-                      "backend unavailable: %s", UNAVAILABLE_REASON);
-        cb(ctx, NULL, NULL, &err);
-        sbx_error_clear(&err);
-}
-
-#define UNAVAILABLE_OPS(var, label)                                                                \
-        static const struct backend_ops var = {                                                    \
-                .name = label, .probe = unavailable_probe, .create = unavailable_create}
-
-UNAVAILABLE_OPS(ssh_ops, "ssh");
-
 static const struct backend_ops *const backend_table[] = {
-        &local_backend_ops, &docker_backend_ops,  &ssh_ops, &singularity_backend_ops,
-        &modal_backend_ops, &daytona_backend_ops, NULL,
+        &local_backend_ops,
+        &docker_backend_ops,
+        &ssh_backend_ops,
+        &singularity_backend_ops,
+        &modal_backend_ops,
+        &daytona_backend_ops,
+        NULL,
 };
 
 static bool

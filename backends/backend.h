@@ -260,6 +260,10 @@ enum backend_caps {
         /* an exec's environment is exactly the one the daemon gives it (no image adds its
          * own): the policy may take a variable it does not set as unset */
         BACKEND_CAP_EXACT_ENV = 1u << 1,
+        /* the configuration may hold named sub-sections [backend.NAME.SUB] (ssh's host
+         * entries): the daemon hands them over under "sections", their keys' lines as
+         * "SUB.key" for validate's reports */
+        BACKEND_CAP_SECTIONS = 1u << 2,
 };
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,
@@ -282,9 +286,11 @@ struct backend_ops {
          * section sets one), "drain_grace_ms" ([exec] drain_grace_ms), "file_timeout_ms"
          * (the bound of a file op), "state_dir" (the daemon's state directory), "daemon_socket"
          * (its socket: what local hides from its commands, with state_dir) and "config_file"
-         * (the configuration file's path, when there is one: who may read a secret in it).
-         * Unknown keys are refused, as validate refuses them. Fails only for configuration
-         * errors (the first one, in err). */
+         * (the configuration file's path, when there is one: who may read a secret in it). A
+         * backend with BACKEND_CAP_SECTIONS also finds its named sub-sections
+         * [backend.NAME.SUB] there, as "sections": {SUB: {key: value}}. Unknown keys are
+         * refused, as validate refuses them. Fails only for configuration errors (the first
+         * one, in err). */
         int (*init)(uv_loop_t *loop, json_t *config, struct sbx_error *err);
         /* Checks a [backend.NAME] section (object of strings, borrowed; the file's keys, without
          * those the daemon adds) as init would parse it, with no side effect: nothing is kept,

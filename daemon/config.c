@@ -314,6 +314,43 @@ config_reader(char *str, int num, void *stream)
 static const char *const config_backend_daemon_keys[] = {
         "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir", "daemon_socket"};
 
+static bool
+config_sub_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        return n && n <= 64 &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* [backend.NAME.SUB] key = v: into NAME's "sections" {SUB: {key: v}}, for a backend that takes
+ * sub-sections (BACKEND_CAP_SECTIONS). */
+static void
+config_backend_sub_key(struct config_parse *p, const char *name, const char *sub, const char *key,
+                       const char *v)
+{
+        const struct backend_ops *b = backend_lookup(name);
+        json_t *sec, *subs, *one;
+
+        if (!(b->caps & BACKEND_CAP_SECTIONS) || !config_sub_name_ok(sub)) {
+                config_error(p, p->lineno,
+                             b->caps & BACKEND_CAP_SECTIONS
+                                     ? "[backend.%s.%s]: '%s' is not a valid name (letters, "
+                                       "digits, '.', '_', '-')"
+                                     : "section [backend.%s.%s]: backend '%s' has no named "
+                                       "sub-sections",
+                             name, sub, b->caps & BACKEND_CAP_SECTIONS ? sub : name);
+                return;
+        }
+        if (!(sec = json_object_get(p->c->backends, name)))
+                json_object_set_new(p->c->backends, name, sec = json_object());
+        if (!(subs = json_object_get(sec, "sections")))
+                json_object_set_new(sec, "sections", subs = json_object());
+        if (!(one = json_object_get(subs, sub)))
+                json_object_set_new(subs, sub, one = json_object());
+        json_object_set_new(one, key, json_string(v));
+}
+
 /* A key of [backend.NAME]: kept (with its line) for the backend's validate and init. */
 static void
 config_backend_key(struct config_parse *p, const char *name, const char *key, const char *v)
@@ -336,6 +373,11 @@ config_backend_key(struct config_parse *p, const char *name, const char *key, co
                                      "drain_grace_ms, [limits] file_timeout_s, the file's "
                                      "own path and [daemon] state_dir): remove it",
                                      name, key);
+        if (!strcmp(key, "sections"))
+                config_error(p, p->lineno,
+                             "[backend.%s] sections is where [backend.%s.NAME] sections go: "
+                             "remove it",
+                             name, name);
         if (!sec) {
                 sec = json_object();
                 json_object_set_new(p->c->backends, name, sec);
@@ -382,18 +424,26 @@ config_ini_cb(void *user, const char *section, const char *name, const char *val
 {
         struct config_parse *p = user;
         bool backend = !strncmp(section, "backend.", 8) && section[8];
-        const char *sec = backend ? section + 8 : section;
+        const char *dot = backend ? strchr(section + 8, '.') : NULL;
+        /* [backend.NAME.SUB] key: NAME's line of "SUB.key" */
+        char *sec = dot ? xstrndup(section + 8, (size_t) (dot - section - 8))
+                        : xstrdup(backend ? section + 8 : section);
+        char *line_key = dot ? xasprintf("%s.%s", dot + 1, name) : xstrdup(name);
         json_t *lines = json_object_get(p->lines, sec);
 
         if (!lines) {
                 lines = json_object();
                 json_object_set_new(p->lines, sec, lines);
         }
-        json_object_set_new(lines, name, json_integer(p->lineno));
-        if (backend)
+        json_object_set_new(lines, line_key, json_integer(p->lineno));
+        if (dot && backend_lookup(sec))
+                config_backend_sub_key(p, sec, dot + 1, name, value);
+        else if (backend) /* an unknown backend NAME is reported there */
                 config_backend_key(p, sec, name, value);
         else
                 config_daemon_key(p, section, name, value);
+        free(sec);
+        free(line_key);
         return 1;
 }
 

@@ -763,6 +763,25 @@ proc_release_shell(struct proc *p)
         }
 }
 
+/* A foreground exec's answer: its result, or -32005 when how it ended is unknown (the link
+ * to it was lost for good): the output it made stays readable (process.read). */
+static void
+proc_reply(struct proc *p)
+{
+        struct sbx_error err = {0};
+
+        if (!p->lost) {
+                rpc_result(p->req, proc_result_json(p));
+                return;
+        }
+        sbx_error_set(&err, SBX_E_BACKEND,
+                      json_pack("{s:s,s:s,s:s}", "backend", p->sb->ops->name, "detail", p->lost,
+                                "exec_id", p->id),
+                      "%s backend: exec %s: %s", p->sb->ops->name, p->id, p->lost);
+        rpc_error(p->req, &err);
+        sbx_error_clear(&err);
+}
+
 static void
 proc_finish(struct proc *p)
 {
@@ -775,7 +794,7 @@ proc_finish(struct proc *p)
                 if (p->stream && p->out[i].ncarry)
                         proc_stream_chunk(p, i, "", 0, p->out[i].total, true);
         if (p->req) {
-                rpc_result(p->req, proc_result_json(p));
+                proc_reply(p);
                 p->req = NULL;
         }
         /* The result is out: what is kept of the output from now on is the spool. */

@@ -1,0 +1,591 @@
+/* ssh_link.c — a sandbox's way to its host: the credentials (read as the client for a
+ * client's own host), the connection (made again whenever the last one died, the host key
+ * checked every time), and the agent session's transport over a channel of it.
+ *
+ * The agent is reached with a direct-streamlocal channel to its socket; where the server
+ * refuses that (AllowStreamLocalForwarding no, DisableForwarding, authorized_keys restrict),
+ * with an exec channel running `sandboxd-agent --connect SOCK`, the agent's own stdio bridge.
+ * Either way the session authenticates end to end with the sandbox's secret. Every reconnect
+ * of the session makes a new SSH connection: a link that went silent (black-holed) is never
+ * trusted again.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/caller_file.h"
+#include "backends/ssh/ssh_hostkey.h"
+#include "backends/ssh/ssh_int.h"
+
+struct ssh_waiter {
+        struct list link;
+        void *ctx;
+        ssh_conn_ready_cb cb;
+};
+
+/* ---- credentials ---- */
+
+static int
+link_auth_refuse_cb(const char *prompt, char *buf, size_t len, int echo, int verify, void *ud)
+{
+        *(bool *) ud = true; /* it wants a passphrase: none is ever given */
+        return -1;
+}
+
+/* Imports the private key text into sb->key; NULL or why not (new). */
+static char *
+link_import_key(struct backend_sandbox *sb, const char *text)
+{
+        bool asked = false;
+
+        if (ssh_pki_import_privkey_base64(text, NULL, link_auth_refuse_cb, &asked, &sb->key) ==
+                    SSH_OK &&
+            sb->key)
+                return NULL;
+        sb->key = NULL;
+        if (asked)
+                return xasprintf("%s is protected by a passphrase: sandboxd takes no passwords; "
+                                 "use a key without one (readable only by its owner)",
+                                 sb->key_label);
+        return xasprintf("%s is not a private key libssh can read (OpenSSH or PEM format)",
+                         sb->key_label);
+}
+
+/* A daemon-owned file (operator configuration, the daemon's state), read by the daemon; a
+ * missing one is empty. 0 or -errno. */
+static int
+link_read_own(const char *path, size_t max, struct buf *out)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        char b[16384];
+        ssize_t n;
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return -EINVAL;
+        }
+        while ((n = read(fd, b, sizeof(b))) > 0 && out->len + (size_t) n <= max)
+                buf_append(out, b, (size_t) n);
+        close(fd);
+        return n < 0 ? -errno : n > 0 ? -EFBIG : 0;
+}
+
+struct link_cred {
+        struct backend_sandbox *sb;
+        void *ctx;
+        ssh_conn_ready_cb cb;
+};
+
+static void
+link_cred_done(struct link_cred *lc, char *error)
+{
+        lc->cb(lc->ctx, NULL, error);
+        free(error);
+        ssh_sandbox_unref(lc->sb);
+        free(lc);
+}
+
+static void
+link_kh_cb(void *ctx, const char *data, size_t len, const char *error, int missing)
+{
+        struct link_cred *lc = ctx;
+
+        if (data)
+                buf_append(&lc->sb->kh, data, len);
+        link_cred_done(lc, error && !missing ? xasprintf("known_hosts: %s", error) : NULL);
+}
+
+static void
+link_key_cb(void *ctx, const char *data, size_t len, const char *error, int missing)
+{
+        struct link_cred *lc = ctx;
+        struct backend_sandbox *sb = lc->sb;
+        char *why = data ? link_import_key(sb, data) : xasprintf("identity_file: %s", error);
+
+        if (why || !sb->h.client) {
+                link_cred_done(lc, why);
+                return;
+        }
+        free(sb->kh_label);
+        sb->kh_label = sb->h.known_hosts
+                               ? xstrdup(sb->h.known_hosts)
+                               : xasprintf("%s/.ssh/known_hosts", sb->who.home ? sb->who.home : "");
+        if (!sb->h.known_hosts && !sb->who.home) {
+                link_cred_done(lc, NULL);
+                return;
+        }
+        caller_file_read(sshb.loop, &sb->who, sb->kh_label, SSH_KH_MAX, sshb.file_timeout_ms, lc,
+                         link_kh_cb);
+}
+
+/* Reads the key (and a client host's known_hosts). */
+void
+ssh_link_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
+{
+        struct link_cred *lc = xcalloc(1, sizeof(*lc));
+        struct buf key = {0};
+        int r;
+
+        lc->sb = sb;
+        ssh_sandbox_ref(sb);
+        lc->ctx = ctx;
+        lc->cb = cb;
+        free(sb->key_label);
+        sb->key_label = xasprintf("identity_file %s%s", sb->h.identity_file,
+                                  sb->h.client ? " (read with the client's permissions)" : "");
+        if (sb->h.client) {
+                caller_file_read(sshb.loop, &sb->who, sb->h.identity_file, SSH_KEY_MAX,
+                                 sshb.file_timeout_ms, lc, link_key_cb);
+                return;
+        }
+        r = link_read_own(sb->h.identity_file, SSH_KEY_MAX, &key);
+        buf_append(&key, "", 1);
+        if (r < 0 || key.len == 1)
+                link_cred_done(lc, xasprintf("host entry '%s': cannot read identity_file %s: %s",
+                                             sb->h.name, sb->h.identity_file,
+                                             r < 0 ? strerror(-r) : "no such file"));
+        else
+                link_key_cb(lc, key.data, key.len - 1, NULL, 0);
+        explicit_bzero(key.data, key.len);
+        buf_free(&key);
+}
+
+/* ---- host keys ---- */
+
+/* Where accept-new records a key: the entry's known_hosts, the backend's, or (a client's own
+ * host) the backend's file for that uid (KNOWN_HOSTS.d/UID), never a client's file. New. */
+static char *
+link_record_file(const struct backend_sandbox *sb)
+{
+        if (sb->h.client)
+                return xasprintf("%s.d/%u", sshb.known_hosts, (unsigned) sb->who.uid);
+        return xstrdup(sb->h.known_hosts ? sb->h.known_hosts : sshb.known_hosts);
+}
+
+/* The known_hosts texts that vouch for sb's host (sources point into bufs). */
+struct link_known {
+        struct buf own;
+        char *own_label;
+        struct ssh_hk_source src[2];
+        size_t n;
+};
+
+static void
+link_known_load(const struct backend_sandbox *sb, struct link_known *k)
+{
+        memset(k, 0, sizeof(*k));
+        k->own_label = link_record_file(sb);
+        link_read_own(k->own_label, SSH_KH_MAX, &k->own);
+        k->src[k->n++] = (struct ssh_hk_source){k->own_label, k->own.data, k->own.len};
+        if (sb->h.client)
+                k->src[k->n++] = (struct ssh_hk_source){sb->kh_label, sb->kh.data, sb->kh.len};
+}
+
+static void
+link_known_clear(struct link_known *k)
+{
+        buf_free(&k->own);
+        free(k->own_label);
+}
+
+static char *
+link_unknown(struct backend_sandbox *sb, const char *name, ssh_key key, struct link_known *k)
+{
+        char *line = ssh_hostkey_line(name, key), *why;
+        int r;
+
+        if (sb->h.accept_new && line) {
+                r = ssh_hostkey_record(k->own_label, line);
+                why = r < 0 ? xasprintf("cannot record the new host key of %s in %s: %s", name,
+                                        k->own_label, strerror(-r))
+                            : NULL;
+                free(line);
+                return why;
+        }
+        why = xasprintf("the host key of %s is not known (%s %s). Check the fingerprint with the "
+                        "host's administrator, then add this line to %s: %s — or use "
+                        "host_key_policy = accept-new to trust a host the first time",
+                        name, ssh_key_type_to_char(ssh_key_type(key)), sb->fingerprint,
+                        k->own_label, line ? line : "?");
+        free(line);
+        return why;
+}
+
+/* check_hostkey: the key against the sources under the host's policy. */
+static char *
+link_check_hostkey(void *ctx, ssh_key key)
+{
+        struct backend_sandbox *sb = ctx;
+        char *name = ssh_hostkey_name(sb->h.host, sb->h.port), *where = NULL, *why = NULL;
+        struct link_known k;
+        enum ssh_hk_verdict v;
+
+        link_known_load(sb, &k);
+        free(sb->fingerprint);
+        sb->fingerprint = ssh_hostkey_fingerprint(key);
+        v = ssh_hostkey_check(name, key, k.src, k.n, &where);
+        if (v == SSH_HK_UNKNOWN)
+                why = link_unknown(sb, name, key, &k);
+        else if (v == SSH_HK_CHANGED)
+                why = xasprintf("THE HOST KEY OF %s HAS CHANGED: the server offers %s %s, but %s. "
+                                "Someone may be intercepting the connection, or the host was "
+                                "reinstalled: check with its administrator, then remove the old "
+                                "line; sandboxd refuses the connection meanwhile",
+                                name, ssh_key_type_to_char(ssh_key_type(key)), sb->fingerprint,
+                                where);
+        else if (v == SSH_HK_REVOKED)
+                why = xasprintf("the host key of %s is revoked (%s): refused", name, where);
+        free(where);
+        free(name);
+        link_known_clear(&k);
+        return why;
+}
+
+/* ---- the connection ---- */
+
+static void
+link_wake(struct backend_sandbox *sb, struct ssh_conn *c, const char *error)
+{
+        ssh_sandbox_ref(sb);
+        while (!list_empty(&sb->waiters)) {
+                struct ssh_waiter *w = LIST_ENTRY(sb->waiters.next, struct ssh_waiter, link);
+                list_del(&w->link);
+                w->cb(w->ctx, error ? NULL : c, error);
+                free(w);
+        }
+        ssh_sandbox_unref(sb);
+}
+
+static void
+link_ready_cb(void *ctx, struct ssh_conn *c, const char *error)
+{
+        struct backend_sandbox *sb = ctx;
+
+        ssh_sandbox_ref(sb);
+        if (error) {
+                if (sb->conn == c) {
+                        sb->conn = NULL;
+                        ssh_conn_close(c);
+                }
+                link_wake(sb, NULL, error);
+        } else {
+                sb->conn_fresh = true;
+                if (sb->plain)
+                        ssh_plain_reap_lost(sb);
+                link_wake(sb, c, NULL);
+        }
+        ssh_sandbox_unref(sb);
+        ssh_sandbox_unref(sb); /* the dial's */
+}
+
+static void
+link_down_cb(void *ctx, struct ssh_conn *c, const char *why)
+{
+        struct backend_sandbox *sb = ctx;
+
+        if (sb->conn == c) {
+                sb->conn = NULL;
+                ssh_conn_close(c);
+        }
+}
+
+static const struct ssh_conn_cbs link_conn_cbs = {
+        .check_hostkey = link_check_hostkey,
+        .on_ready = link_ready_cb,
+        .on_down = link_down_cb,
+};
+
+static void
+link_dial(struct backend_sandbox *sb)
+{
+        char *name = ssh_hostkey_name(sb->h.host, sb->h.port);
+        struct link_known k;
+        struct ssh_conn_config cfg = {
+                .host = sb->h.host,
+                .port = sb->h.port,
+                .user = sb->h.user,
+                .key = sb->key,
+                .key_label = sb->key_label,
+                .connect_timeout_ms = sshb.connect_ms,
+                .user_timeout_ms = sshb.link_timeout_ms,
+                .fd = -1,
+        };
+        char *algs;
+
+        link_known_load(sb, &k);
+        algs = ssh_hostkey_algorithms(name, k.src, k.n);
+        cfg.hostkeys = algs;
+        ssh_sandbox_ref(sb); /* until on_ready */
+        sb->conn_fresh = false;
+        sb->conn = ssh_conn_open(sshb.loop, &cfg, &link_conn_cbs, sb);
+        free(algs);
+        free(name);
+        link_known_clear(&k);
+}
+
+/* An authenticated connection. */
+void
+ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
+{
+        struct ssh_waiter *w;
+
+        if (ssh_conn_up(sb->conn)) {
+                cb(ctx, sb->conn, NULL);
+                return;
+        }
+        if (!sb->key) {
+                cb(ctx, NULL, "no credentials for the host (the sandbox is not set up)");
+                return;
+        }
+        w = xcalloc(1, sizeof(*w));
+        w->ctx = ctx;
+        w->cb = cb;
+        list_add_tail(&sb->waiters, &w->link);
+        if (!sb->conn)
+                link_dial(sb);
+}
+
+/* Drops the connection. */
+void
+ssh_link_drop(struct backend_sandbox *sb)
+{
+        struct ssh_conn *c = sb->conn;
+
+        sb->conn = NULL;
+        sb->conn_fresh = false;
+        ssh_conn_close(c); /* a dial in progress tells its waiters through on_ready: no */
+        link_wake(sb, NULL, "the connection was dropped");
+}
+
+/* ---- the agent session's transport: a channel ---- */
+
+struct link_tport {
+        struct agent_transport base;
+        struct backend_sandbox *sb;
+        struct ssh_chan *ch;
+        agent_connect_cb cb; /* until the channel is open */
+        void *cb_ctx;
+        const struct agent_transport_cbs *tcbs;
+        void *tctx;
+        bool started;
+        bool bridge;        /* this attempt runs the agent's stdio bridge */
+        struct buf early;   /* bytes before start */
+        struct buf errtext; /* the bridge's stderr */
+};
+
+static void link_open_chan(struct link_tport *t, struct ssh_conn *c);
+
+static void
+link_t_free(struct link_tport *t)
+{
+        ssh_sandbox_unref(t->sb);
+        buf_free(&t->early);
+        buf_free(&t->errtext);
+        free(t);
+}
+
+static void
+link_t_open_cb(void *ctx)
+{
+        struct link_tport *t = ctx;
+        agent_connect_cb cb = t->cb;
+
+        t->cb = NULL;
+        if (t->bridge)
+                t->sb->bridge = true; /* from now on, straight to the bridge */
+        cb(t->cb_ctx, &t->base, NULL);
+}
+
+static void
+link_t_data_cb(void *ctx, int stream, const char *data, size_t len)
+{
+        struct link_tport *t = ctx;
+
+        if (stream)
+                buf_append(&t->errtext, data, MIN(len, 1024 - MIN(t->errtext.len, 1024u)));
+        else if (t->started)
+                t->tcbs->on_data(t->tctx, data, len);
+        else
+                buf_append(&t->early, data, len);
+}
+
+static void
+link_t_close_cb(void *ctx, const struct ssh_chan_end *end)
+{
+        struct link_tport *t = ctx;
+        struct backend_sandbox *sb = t->sb;
+        char *why;
+
+        t->ch = NULL;
+        /* OpenSSH refuses a direct-streamlocal it does not allow with the same "connect
+         * failed" as a socket nobody listens on: either way the bridge is tried, and says
+         * which it was (its stderr) if it fails too. */
+        if (!end->opened && t->cb && !t->bridge && end->refused && ssh_conn_up(sb->conn)) {
+                t->bridge = true;
+                link_open_chan(t, sb->conn);
+                return;
+        }
+        why = xasprintf("%s%s%.*s", end->error ? end->error : "the channel closed",
+                        t->errtext.len ? ": " : "", (int) t->errtext.len,
+                        t->errtext.data ? t->errtext.data : "");
+        if (t->cb) {
+                t->cb(t->cb_ctx, NULL, why);
+                link_t_free(t);
+        } else if (t->started) {
+                t->tcbs->on_end(t->tctx, why);
+        }
+        free(why);
+}
+
+static const struct ssh_chan_cbs link_chan_cbs = {
+        .on_open = link_t_open_cb,
+        .on_data = link_t_data_cb,
+        .on_close = link_t_close_cb,
+};
+
+static void
+link_open_chan(struct link_tport *t, struct ssh_conn *c)
+{
+        struct backend_sandbox *sb = t->sb;
+        char *qa = ssh_shell_quote(sb->agent_path), *qs = ssh_shell_quote(sb->sock);
+        char *cmd = xasprintf("exec %s --connect %s", qa, qs);
+        struct ssh_chan_spec spec = {.kind = t->bridge ? SSH_CHAN_EXEC : SSH_CHAN_UNIX,
+                                     .command = cmd,
+                                     .path = sb->sock};
+        agent_connect_cb cb = t->cb;
+
+        free(qa);
+        free(qs);
+        sb->conn_fresh = false;
+        t->ch = ssh_chan_open(c, &spec, &link_chan_cbs, t);
+        free(cmd);
+        if (!t->ch) {
+                cb(t->cb_ctx, NULL, "the connection to the host is not up");
+                link_t_free(t);
+        }
+}
+
+static void
+link_t_conn_cb(void *ctx, struct ssh_conn *c, const char *error)
+{
+        struct link_tport *t = ctx;
+
+        if (error) {
+                t->cb(t->cb_ctx, NULL, error);
+                link_t_free(t);
+                return;
+        }
+        link_open_chan(t, c);
+}
+
+static void
+link_t_start(struct agent_transport *base, const struct agent_transport_cbs *cbs, void *ctx)
+{
+        struct link_tport *t = (struct link_tport *) base;
+
+        t->tcbs = cbs;
+        t->tctx = ctx;
+        t->started = true;
+        if (t->early.len) {
+                struct buf b = t->early;
+                t->early = (struct buf){0};
+                cbs->on_data(ctx, b.data, b.len);
+                buf_free(&b);
+        }
+}
+
+static void
+link_t_send(struct agent_transport *base, const void *data, size_t len)
+{
+        struct link_tport *t = (struct link_tport *) base;
+
+        if (t->ch)
+                ssh_chan_write(t->ch, data, len);
+}
+
+static size_t
+link_t_queued(const struct agent_transport *base)
+{
+        const struct link_tport *t = (const struct link_tport *) base;
+
+        return t->ch ? ssh_chan_queued(t->ch) : 0;
+}
+
+static void
+link_t_nop(struct agent_transport *base)
+{
+        /* The session's flow control is its own (ACK windows); the channel reads on. */
+}
+
+static void
+link_t_close(struct agent_transport *base)
+{
+        struct link_tport *t = (struct link_tport *) base;
+
+        if (t->ch)
+                ssh_chan_close(t->ch);
+        link_t_free(t);
+}
+
+static const struct agent_transport_ops link_t_ops = {
+        .kind = "ssh channel",
+        .start = link_t_start,
+        .send = link_t_send,
+        .queued = link_t_queued,
+        .pause = link_t_nop,
+        .resume = link_t_nop,
+        .close = link_t_close,
+};
+
+/* The session's connect: a channel on a connection made for it (a fresh one after a loss). */
+static void
+link_session_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
+{
+        struct backend_sandbox *sb = ctx;
+        struct link_tport *t = xcalloc(1, sizeof(*t));
+
+        t->base.ops = &link_t_ops;
+        t->sb = sb;
+        ssh_sandbox_ref(sb);
+        t->cb = cb;
+        t->cb_ctx = cb_ctx;
+        t->bridge = sb->bridge;
+        if (!sb->conn_fresh)
+                ssh_link_drop(sb);
+        ssh_link_conn(sb, t, link_t_conn_cb);
+}
+
+static void
+link_session_link_cb(void *ctx, enum backend_link st, const char *reason)
+{
+        struct backend_sandbox *sb = ctx;
+
+        if (sb->creating) {
+                if (st == BACKEND_LINK_BACK || st == BACKEND_LINK_GONE)
+                        ssh_create_agent_ready(sb->creating,
+                                               st == BACKEND_LINK_BACK ? NULL : reason);
+                return;
+        }
+        if (sb->up && sb->up->link)
+                sb->up->link(sb->up_ctx, st, reason);
+}
+
+static const char *
+link_session_check_ready(void *ctx, const struct agent_ready *r)
+{
+        return r->detached ? NULL
+                           : "the sandboxd-agent at the sandbox's socket is not a detached one";
+}
+
+const struct agent_session_cbs ssh_link_session_cbs = {
+        .connect = link_session_connect,
+        .on_link = link_session_link_cb,
+        .check_ready = link_session_check_ready,
+};
