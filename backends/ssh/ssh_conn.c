@@ -721,6 +721,20 @@ conn_pump(struct ssh_conn *c)
         }
 }
 
+/* libssh 0.10 makes the socket blocking once it sees it connected (socket.c, the POLLOUT of
+ * a connecting socket), whatever the session's mode: a write bigger than the socket's buffer
+ * would then stop the whole loop until the peer reads (a slow link, a full send buffer).
+ * Its non-blocking paths handle EAGAIN (seen with an upload through a 200 KiB socketpair),
+ * so the flag is put back after every handshake step. */
+static void
+conn_nonblock(struct ssh_conn *c)
+{
+        int fl = c->fd >= 0 ? fcntl(c->fd, F_GETFL) : -1;
+
+        if (fl >= 0 && !(fl & O_NONBLOCK))
+                fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+}
+
 static void
 conn_io_cb(uv_poll_t *p, int status, int events)
 {
@@ -732,7 +746,8 @@ conn_io_cb(uv_poll_t *p, int status, int events)
                                       c->port, conn_stage[c->state], uv_strerror(status)));
         } else if (c->state < CS_UP) {
                 while (c->state < CS_UP && conn_handshake_step(c))
-                        ;
+                        conn_nonblock(c);
+                conn_nonblock(c);
                 conn_update_poll(c);
         } else if (c->state == CS_UP) {
                 conn_pump(c);
