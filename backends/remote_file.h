@@ -1,5 +1,5 @@
 /* remote_file.h — file.read / file.write for backends that reach a sandbox only through "run
- * this argv there and collect its stdout" (a helper exec: modal, singularity): the remote_sh.h
+ * this argv there and collect its stdout" (a helper exec: modal, singularity, ssh): the remote_sh.h
  * programs, run through the backend's own helper. Paths are the sandbox's, so judge gets the
  * requested path. Loop thread only.
  */
@@ -32,5 +32,21 @@ void remote_file_read(const struct remote_file_ops *ops, void *sb, const char *p
 void remote_file_write(const struct remote_file_ops *ops, void *sb,
                        const struct backend_file_write *w, void *ctx, backend_judge_fn judge,
                        backend_done_cb cb);
+
+/* Defines PREFIX_file_read and PREFIX_file_write, the backend_ops entries of a backend whose
+ * file ops are these, over its struct remote_file_ops OPS. */
+#define REMOTE_FILE_ENTRIES(prefix, ops)                                                           \
+        static void prefix##_file_read(struct backend_sandbox *sb, const char *path,               \
+                                       uint64_t offset, size_t max_bytes, void *ctx,               \
+                                       backend_judge_fn judge, backend_read_cb cb)                 \
+        {                                                                                          \
+                remote_file_read(&(ops), sb, path, offset, max_bytes, ctx, judge, cb);             \
+        }                                                                                          \
+        static void prefix##_file_write(struct backend_sandbox *sb,                                \
+                                        const struct backend_file_write *w, void *ctx,             \
+                                        backend_judge_fn judge, backend_done_cb cb)                \
+        {                                                                                          \
+                remote_file_write(&(ops), sb, w, ctx, judge, cb);                                  \
+        }
 
 #endif

@@ -1123,21 +1123,8 @@ static const struct remote_file_ops modal_file_ops = {
         .unref = modal_file_unref,
 };
 
-/* Paths are the sandbox's (a remote machine): judge gets the requested path. */
-static void
-modal_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
-                void *ctx, backend_judge_fn judge, backend_read_cb cb)
-{
-        remote_file_read(&modal_file_ops, sb, path, offset, max_bytes, ctx, judge, cb);
-}
-
-/* Writes a file (judge: as for modal_file_read). */
-static void
-modal_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
-                 backend_judge_fn judge, backend_done_cb cb)
-{
-        remote_file_write(&modal_file_ops, sb, w, ctx, judge, cb);
-}
+/* Paths are the sandbox's: judge gets the requested path. */
+REMOTE_FILE_ENTRIES(modal, modal_file_ops)
 
 const struct backend_ops modal_backend_ops = {
         .name = "modal",

@@ -552,20 +552,8 @@ static const struct remote_file_ops sing_file_ops = {
         .unref = sing_file_unref,
 };
 
-/* Paths are the instance's: judge gets the requested path. */
-static void
-sing_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
-               void *ctx, backend_judge_fn judge, backend_read_cb cb)
-{
-        remote_file_read(&sing_file_ops, sb, path, offset, max_bytes, ctx, judge, cb);
-}
-
-static void
-sing_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
-                backend_judge_fn judge, backend_done_cb cb)
-{
-        remote_file_write(&sing_file_ops, sb, w, ctx, judge, cb);
-}
+/* Paths are the sandbox's: judge gets the requested path. */
+REMOTE_FILE_ENTRIES(sing, sing_file_ops)
 
 const struct backend_ops singularity_backend_ops = {
         .name = "singularity",

@@ -439,19 +439,8 @@ static const struct remote_file_ops ssh_file_ops = {
         .unref = ssh_file_unref,
 };
 
-static void
-ssh_file_read(struct backend_sandbox *sb, const char *path, uint64_t offset, size_t max_bytes,
-              void *ctx, backend_judge_fn judge, backend_read_cb cb)
-{
-        remote_file_read(&ssh_file_ops, sb, path, offset, max_bytes, ctx, judge, cb);
-}
-
-static void
-ssh_file_write(struct backend_sandbox *sb, const struct backend_file_write *w, void *ctx,
-               backend_judge_fn judge, backend_done_cb cb)
-{
-        remote_file_write(&ssh_file_ops, sb, w, ctx, judge, cb);
-}
+/* Paths are the sandbox's: judge gets the requested path. */
+REMOTE_FILE_ENTRIES(ssh, ssh_file_ops)
 
 /* ---- save, shutdown ---- */
 
