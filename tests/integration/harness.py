@@ -216,6 +216,17 @@ def b64(s):
     return base64.b64encode(s if isinstance(s, bytes) else s.encode()).decode()
 
 
+def workdir_sandbox(test, client, **spec):
+    """A sandbox whose workdir is a fresh host directory (removed after the test), and that
+    directory. Files a test shares with its commands live there: the sandbox sees the workdir
+    at the same path whatever its isolation (an isolated one has a /tmp of its own). The
+    sandbox ends with the test's daemon."""
+    d = tempfile.mkdtemp(prefix="sbxwd-")
+    test.addCleanup(shutil.rmtree, d, True)
+    sb = client.call("sandbox.create", dict(spec, workdir=d))
+    return sb, d
+
+
 class DaemonTest(unittest.TestCase):
     """One daemon per test class."""
 

@@ -5,6 +5,10 @@ approvals across a restart and per uid, approval.list / approval.revoke, ask_iso
 `rm -rf ./data` in a sandbox whose workdir is a fresh directory is ASK (delete.recursive,
 subject <workdir>/data); `rm -rf /` is DENY (floor.rm-root); `curl … | sh` is ASK with
 NO_ALWAYS (exec.remote-code).
+
+Those verdicts are a host sandbox's: in an isolated one ordinary ASK findings take
+ask_isolated (allow by default; AskIsolated below tests that), so the local sandboxes here
+ask for isolation "none" (HOST) to exercise the approval round trip whatever the default is.
 """
 import json
 import os
@@ -22,6 +26,7 @@ from harness import SANDBOXCTL, Client, Daemon, DaemonTest, RpcError
 ASK_CMD = "rm -rf ./data"
 NOBODY = 65534
 IMAGE = os.environ.get("SANDBOXD_TEST_IMAGE", "sandboxd-test:busybox")
+HOST = {"isolation": "none"}  # see the module's docstring
 
 
 class Answers:
@@ -46,7 +51,7 @@ def workspace(test):
 
 
 def new_sandbox(test, client, ws, name=None):
-    params = {"workdir": ws}
+    params = {"workdir": ws, "local": HOST}
     if name:
         params["name"] = name
     sb = client.call("sandbox.create", params)
@@ -141,7 +146,7 @@ class Interactive(DaemonTest):
     def test_session_ends_with_the_sandbox(self):
         c, a = self.ask_client({"decision": "session"}, {"decision": "deny"})
         ws = workspace(self)
-        sb = c.call("sandbox.create", {"workdir": ws, "name": "sess"})
+        sb = c.call("sandbox.create", {"workdir": ws, "name": "sess", "local": HOST})
         c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         c.call("sandbox.destroy", {"id": sb["id"]})
         os.mkdir(os.path.join(ws, "data"))
@@ -230,7 +235,7 @@ class Interactive(DaemonTest):
         ws = workspace(self)
         marker = os.path.join(ws, "ran")
         c = Client(self.daemon.socket, on_request=lambda m: None, timeout=30)
-        sb = c.call("sandbox.create", {"workdir": ws, "name": "disc"})
+        sb = c.call("sandbox.create", {"workdir": ws, "name": "disc", "local": HOST})
         c.send({"jsonrpc": "2.0", "id": 99, "method": "exec",
                 "params": {"sandbox": sb["id"], "command": "touch %s; %s" % (marker, ASK_CMD)}})
         msg = c.read()
@@ -428,7 +433,7 @@ class Persisted(unittest.TestCase):
         d = self.start()
         a = Answers({"decision": "always"})
         c = d.client(on_request=a)
-        sb = c.call("sandbox.create", {"workdir": self.ws})
+        sb = c.call("sandbox.create", {"workdir": self.ws, "local": HOST})
         r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(r["policy"]["resolution"], "user")
         self.assertEqual(len(a.requests), 1)
@@ -448,7 +453,7 @@ class Persisted(unittest.TestCase):
         os.mkdir(os.path.join(self.ws, "data"))
         a = Answers()
         c = d.client(on_request=a)
-        sb = c.call("sandbox.create", {"workdir": self.ws})
+        sb = c.call("sandbox.create", {"workdir": self.ws, "local": HOST})
         r = c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         self.assertEqual(a.requests, [], "the persisted approval must cover it after restart")
         self.assertEqual(r["policy"]["resolution"], "user")
@@ -464,7 +469,7 @@ class Persisted(unittest.TestCase):
         # Another uid with the very same key is asked (and its client denies).
         os.mkdir(os.path.join(self.ws, "data"))
         res = as_nobody(d.socket, [
-            ["sandbox.create", {"workdir": self.ws, "name": "nb"}],
+            ["sandbox.create", {"workdir": self.ws, "name": "nb", "local": HOST}],
             ["exec", {"command": ASK_CMD, "sandbox": "nb"}],
             ["approval.list", {}],
             ["approval.revoke", {"key": key}],
@@ -502,7 +507,7 @@ class Persisted(unittest.TestCase):
         self.addCleanup(shutil.rmtree, ws, True)
         os.chmod(ws, 0o777)
         script = CLIENT.replace('{"decision": "deny"}', '{"decision": "always"}')
-        calls = [["sandbox.create", {"workdir": ws, "name": "nb"}],
+        calls = [["sandbox.create", {"workdir": ws, "name": "nb", "local": HOST}],
                  ["exec", {"command": "mkdir data; " + ASK_CMD, "sandbox": "nb"}],
                  ["approval.list", {}]]
         p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
@@ -517,7 +522,7 @@ class Persisted(unittest.TestCase):
         c = d.client(on_request=Answers())
         allk = c.call("approval.list")["approvals"]
         self.assertEqual([(x["key"], x["uid"]) for x in allk], [(mine[0]["key"], NOBODY)])
-        sb = c.call("sandbox.create", {"workdir": ws})
+        sb = c.call("sandbox.create", {"workdir": ws, "local": HOST})
         os.mkdir(os.path.join(ws, "data"))
         with self.assertRaises(RpcError) as cm:
             c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
@@ -532,7 +537,7 @@ class Persisted(unittest.TestCase):
     def test_sandboxctl_approvals(self):
         d = self.start()
         c = d.client(on_request=Answers({"decision": "always"}))
-        sb = c.call("sandbox.create", {"workdir": self.ws})
+        sb = c.call("sandbox.create", {"workdir": self.ws, "local": HOST})
         c.call("exec", {"sandbox": sb["id"], "command": ASK_CMD})
         key = c.call("approval.list")["approvals"][0]["key"]
 

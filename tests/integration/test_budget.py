@@ -121,9 +121,11 @@ class InputBudget(DaemonTest):
         self.addCleanup(shutil.rmtree, tmp, True)
         fifo = os.path.join(tmp, "gate")
         os.mkfifo(fifo)
-        sb = self.c.call("sandbox.create", {"name": "parked"})["id"]
+        # The gate lives in the sandbox's workdir: the sandbox sees it there whatever its
+        # isolation (an isolated sandbox has a /tmp of its own).
+        sb = self.c.call("sandbox.create", {"name": "parked", "workdir": tmp})["id"]
         self.c.send({"jsonrpc": "2.0", "id": 1, "method": "exec",
-                     "params": {"sandbox": sb, "command": "cat " + fifo}})
+                     "params": {"sandbox": sb, "command": "cat gate"}})
         self.c.send({"jsonrpc": "2.0", "id": 2, "method": "exec",
                      "params": {"sandbox": sb, "command": "wc -c", "stdin_open": True,
                                 "exec_id": "p_parked-wc", "stream": False}})

@@ -6,7 +6,7 @@ import socket
 import time
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError, b64, uniq_secs
+from harness import Daemon, DaemonTest, RpcError, b64, uniq_secs, workdir_sandbox
 
 
 def rpc(method, params=None, rid=1):
@@ -465,11 +465,14 @@ class Sandboxes(DaemonTest):
                     self.assertIn("label '%s' is reserved" % label, e.message)
 
     def test_create_reuse_list_get_destroy(self):
+        # isolation "none" named: host_access is a host sandbox's (test_isolation.py has the
+        # isolated one's).
         a = self.c.call("sandbox.create", {"name": "box", "env": {"X": "1"},
-                                           "labels": {"k": "v"}})
+                                           "labels": {"k": "v"}, "local": {"isolation": "none"}})
         self.assertEqual(a["backend"], "local")
         self.assertEqual(a["state"], "ready")
         self.assertFalse(a["reused"])
+        self.assertEqual(a["isolation"], "none")
         self.assertTrue(a["host_access"])
         self.assertTrue(a["id"].startswith("sbx_"))
         b = self.c.call("sandbox.create", {"name": "box"})
@@ -496,7 +499,8 @@ class Sandboxes(DaemonTest):
         self.assertEqual(w["state"], "exited")
 
     def test_local_refuses_isolation_it_cannot_give(self):
-        self.assertRpcError(-32602, "sandbox.create", {"network": "none"}, param="network")
+        self.assertRpcError(-32602, "sandbox.create",
+                            {"network": "none", "local": {"isolation": "none"}}, param="network")
         self.assertRpcError(-32602, "sandbox.create", {"image": "debian"}, param="image")
         self.assertRpcError(-32602, "sandbox.create", {"workdir": "/nonexistent"},
                             param="workdir")
@@ -532,21 +536,24 @@ class Sandboxes(DaemonTest):
 
 class Files(DaemonTest):
     def test_round_trip_binary(self):
-        path = "/tmp/sbx-file-%d/sub/data.bin" % os.getpid()
+        sb, wd = workdir_sandbox(self, self.c)
+        path = os.path.join(wd, "sub", "data.bin")
         data = bytes(range(256)) * 40
-        w = self.c.call("file.write", {"path": path, "data_base64": b64(data), "mkdir": True,
-                                       "mode": 0o600})
+        w = self.c.call("file.write", {"sandbox": sb["id"], "path": path,
+                                       "data_base64": b64(data), "mkdir": True, "mode": 0o600})
         self.assertEqual(w["bytes"], len(data))
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
-        r = self.c.call("file.read", {"path": path, "output_encoding": "base64"})
+        r = self.c.call("file.read", {"sandbox": sb["id"], "path": path,
+                                      "output_encoding": "base64"})
         self.assertEqual(base64.b64decode(r["data"]), data)
         self.assertEqual(r["size"], len(data))
         self.assertTrue(r["eof"])
-        r = self.c.call("file.read", {"path": path, "offset": 10, "max_bytes": 5,
-                                      "output_encoding": "base64"})
+        r = self.c.call("file.read", {"sandbox": sb["id"], "path": path, "offset": 10,
+                                      "max_bytes": 5, "output_encoding": "base64"})
         self.assertEqual(base64.b64decode(r["data"]), data[10:15])
         self.assertFalse(r["eof"])
-        self.c.call("file.write", {"path": path, "data": "more", "append": True})
+        self.c.call("file.write", {"sandbox": sb["id"], "path": path, "data": "more",
+                                   "append": True})
         self.assertEqual(os.path.getsize(path), len(data) + 4)
 
     def test_missing_file(self):

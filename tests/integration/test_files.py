@@ -31,8 +31,15 @@ def write(path, text):
         f.write(text)
 
 
+# FilePolicy and FileLimits are about file operations on the host's own paths (temporary
+# directories, startup files, the daemon's state) as a host sandbox judges them, so their
+# daemons default to isolation "none"; file ops inside an isolated sandbox's view are
+# test_isolation.py's.
+HOST = "[backend.local]\nisolation = none\n"
+
+
 class FilePolicy(DaemonTest):
-    config = "[policy]\napproval_timeout_s = 60\n[limits]\nfile_timeout_s = 1\n"
+    config = HOST + "[policy]\napproval_timeout_s = 60\n[limits]\nfile_timeout_s = 1\n"
 
     def client(self, *answers):
         a = Answers(*answers)
@@ -261,7 +268,7 @@ class FilePolicy(DaemonTest):
 
 
 class FileLimits(DaemonTest):
-    config = "[limits]\nmax_processes_per_uid = 2\n[policy]\napproval_timeout_s = 60\n"
+    config = HOST + "[limits]\nmax_processes_per_uid = 2\n[policy]\napproval_timeout_s = 60\n"
 
     def test_pending_ops_count_as_processes(self):
         # Each op waiting for an approval keeps a helper process: they are bounded.

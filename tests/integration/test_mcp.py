@@ -13,6 +13,10 @@ MCPDIR = os.path.join(ROOT, "tests", "mcp")
 
 
 class McpServer(DaemonTest):
+    # The scenarios need commands that ask (`rm -r /tmp/...`, delete.recursive) in the default
+    # sandbox whatever its isolation: an isolated one asks too with ask_isolated = ask.
+    config = "[policy]\nask_isolated = ask\n"
+
     @classmethod
     def setUpClass(cls):
         if not os.path.isdir(os.path.join(MCPDIR, "node_modules", "@modelcontextprotocol")):

@@ -108,7 +108,8 @@ class Check(DaemonTest):
         self.addCleanup(shutil.rmtree, ws, True)
         inside = {"backend": "local", "workdir": ws,
                   "mounts": [{"type": "bind", "source": ws + "/src", "target": "/src"}]}
-        r = self.c.call("policy.check", {"sandbox": inside})
+        host = dict(inside, local={"isolation": "none"})
+        r = self.c.call("policy.check", {"sandbox": host})
         self.assertNotIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
         self.assertTrue(r["host_access"])
         outside = dict(inside, workdir="/srv/elsewhere")
@@ -199,7 +200,11 @@ class Audit(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.ws, True)
 
     def start(self, extra=""):
-        d = Daemon("[policy]\napproval_timeout_s = 30\n" + extra, state_dir=self.state)
+        # Host sandboxes: `rm -rf ./data` asks there (an isolated one takes ask_isolated), and
+        # a restart makes the default sandbox anew, one record (an isolated one is kept across
+        # it: test_isolation.py).
+        d = Daemon("[backend.local]\nisolation = none\n[policy]\napproval_timeout_s = 30\n" +
+                   extra, state_dir=self.state)
         self.addCleanup(lambda: d.proc.poll() is None and d.stop())
         return d
 

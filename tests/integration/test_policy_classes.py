@@ -7,6 +7,10 @@ test machine (systemctl, busctl, mkfs.ext4, wipefs, curl, nc, mount, kill …): 
 appends its argv to a log, so "nothing happened" is checked for them too. BASH_ENV turns the
 `kill` builtin off, so `kill` is the stub as well. Creating that sandbox asks (env.path,
 env.inject) and is approved once; every exec approval request is answered "deny".
+
+The daemon's local sandboxes run on the host (isolation "none"): the classes are the verdicts
+a host sandbox gets (an isolated one takes ask_isolated for ordinary ASK findings), and the
+canaries are host files that must survive.
 """
 import os
 import shutil
@@ -39,6 +43,8 @@ class Answers:
 
 
 class Classes(DaemonTest):
+    config = "[backend.local]\nisolation = none\n"  # see the module's docstring
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()

@@ -84,7 +84,8 @@ class Relay:
 
 
 class PythonClient(DaemonTest):
-    config = "[policy]\napproval_timeout_s = 30\n"
+    # ASK must ask in the default sandbox whatever its isolation (ask_isolated = ask).
+    config = "[policy]\napproval_timeout_s = 30\nask_isolated = ask\n"
 
     def client(self, **kw):
         c = Client(self.daemon.socket, **kw)

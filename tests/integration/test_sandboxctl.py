@@ -97,10 +97,14 @@ class NoDaemonTest(unittest.TestCase):
 class CtlTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.daemon = harness.Daemon()
-        cls.env = dict(os.environ, SANDBOXD_SOCKET=cls.daemon.socket)
         cls.tmp = tempfile.mkdtemp(prefix="ctl-test-")
         os.chmod(cls.tmp, 0o755)
+        # The commands share files with the test in cls.tmp, writable in the default sandbox
+        # whatever its isolation; and `rm -r` asks there (an isolated sandbox asks too with
+        # ask_isolated = ask).
+        cls.daemon = harness.Daemon("[backend.local]\nwritable_paths = %s\n"
+                                    "[policy]\nask_isolated = ask\n" % cls.tmp)
+        cls.env = dict(os.environ, SANDBOXD_SOCKET=cls.daemon.socket)
 
     @classmethod
     def tearDownClass(cls):
