@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 
-from harness import DaemonTest, RpcError
+from harness import DaemonTest, RpcError, workdir_sandbox
 
 
 def raw_len(text):
@@ -124,13 +124,13 @@ class QueuedStdin(DaemonTest):
 class Offsets(DaemonTest):
     def test_offsets_after_a_held_back_partial_character(self):
         # A pipe of 1 MiB and one write: the daemon reads far more than 64 KiB at once.
-        fd, script = tempfile.mkstemp(suffix=".py")
-        self.addCleanup(os.unlink, script)
-        os.write(fd, b"import fcntl, os\nfcntl.fcntl(1, 1031, 1 << 20)\n"
-                 b"os.write(1, b'a' * 200000)\n")
-        os.close(fd)
-        os.chmod(script, 0o644)
-        r = self.c.call("exec", {"command": "printf '\\303'; sleep .3; /usr/bin/python3 %s"
+        sb, wd = workdir_sandbox(self, self.c)  # the script lives where the sandbox sees it
+        script = os.path.join(wd, "big.py")
+        with open(script, "wb") as f:
+            f.write(b"import fcntl, os\nfcntl.fcntl(1, 1031, 1 << 20)\n"
+                    b"os.write(1, b'a' * 200000)\n")
+        r = self.c.call("exec", {"sandbox": sb["id"],
+                                 "command": "printf '\\303'; sleep .3; /usr/bin/python3 %s"
                                  % script})
         chunks = [n["params"] for n in self.c.notifications
                   if n["method"] == "exec.output" and n["params"]["exec_id"] == r["exec_id"]]
@@ -150,7 +150,8 @@ class NotUtf8(DaemonTest):
         self.addCleanup(shutil.rmtree, self.tmp, True)
 
     def test_every_answer_goes_out(self):
-        sb = self.c.call("sandbox.create", {"name": "bytes"})["id"]
+        # The directories live in the sandbox's workdir: it sees them whatever its isolation.
+        sb = self.c.call("sandbox.create", {"name": "bytes", "workdir": self.tmp})["id"]
         d = os.path.join(self.tmp.encode(), b"dir-\xff")
         os.mkdir(d)
         r = self.c.call("exec", {"sandbox": sb, "command": "cd \"$(printf '%s/dir-\\377')\""
@@ -170,7 +171,8 @@ class NotUtf8(DaemonTest):
 
 
 class NoHello(DaemonTest):
-    config = "[policy]\napproval_timeout_s = 30\n"
+    # `rm -r` asks in the default sandbox whatever its isolation (ask_isolated = ask).
+    config = "[policy]\napproval_timeout_s = 30\nask_isolated = ask\n"
 
     def test_ask_without_hello_is_denied_at_once_and_says_how(self):
         asked = []

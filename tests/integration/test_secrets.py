@@ -13,10 +13,11 @@ PEEK = "tr '\\0' '\\n' < /proc/$PPID/environ"
 
 class SecretsTest(unittest.TestCase):
     uid = None
+    config = None
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon(env=SECRETS, uid=cls.uid)
+        cls.daemon = Daemon(cls.config, env=SECRETS, uid=cls.uid)
 
     @classmethod
     def tearDownClass(cls):
@@ -33,6 +34,10 @@ class SecretsTest(unittest.TestCase):
 
 @needs_root("the daemon as root")
 class RootDaemon(SecretsTest):
+    # A command on the host, where it sees the daemon's process (an isolated sandbox sees no
+    # host process at all: test_isolation.py).
+    config = "[backend.local]\nisolation = none\n"
+
     def test_child_reads_no_credentials(self):
         # Root may read any process's environ: only erasing the values protects them.
         r = self.c.call("exec", {"command": PEEK})

@@ -1,5 +1,9 @@
 """Connections from inside a sandbox are subagents: a process the daemon started cannot answer
-its own approval requests, whatever role it asks for; daemon.hello sets the role once."""
+its own approval requests, whatever role it asks for; daemon.hello sets the role once.
+
+The commands connect back through the daemon's socket, which an isolated sandbox hides
+(test_isolation.py shows it cannot reach it): the sandboxes here run on the host (isolation
+"none", HOST)."""
 import json
 import os
 import shlex
@@ -47,8 +51,11 @@ def inner_script(test):
     return path
 
 
+HOST = "[backend.local]\nisolation = none\n"
+
+
 class InSandbox(DaemonTest):
-    config = "[policy]\nsubagent_auto_approve = true\nbatch_auto_approve_users = root\n"
+    config = HOST + "[policy]\nsubagent_auto_approve = true\nbatch_auto_approve_users = root\n"
 
     def setUp(self):
         super().setUp()
@@ -107,6 +114,7 @@ class InSandbox(DaemonTest):
 
 class InSandboxAsNobody(NobodyTest):
     """The attacker is nobody against a root daemon: its own exec connects back."""
+    config = HOST
 
     def test_nobody_cannot_approve_itself(self):
         res = as_nobody(self.daemon.socket, [
