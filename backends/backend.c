@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backends/daytona/daytona.h"
-#include "backends/docker.h"
+#include "backends/docker/docker.h"
 #include "backends/modal/modal.h"
 #include "backends/singularity/singularity.h"
 #include "backends/ssh/ssh.h"

@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "backends/docker.h"
+#include "backends/docker/docker.h"
 #include "bench/helper_daemon.h"
 #include "bench/helper_ops.h"
 #include "protocol/util.h"

@@ -5,7 +5,8 @@
  * providers are a pair of fds (pipes, a socketpair, a connected socket), a spawned command's
  * stdin/stdout (`apptainer exec … sandboxd-agent`, `kubectl exec -i`, `ssh host
  * sandboxd-agent --connect SOCK`) and a Unix socket; the docker backend adds a container's
- * attach stream (backends/docker_attach.c), a libssh channel or a WebSocket would be the same.
+ * attach stream (backends/docker/docker_attach.c), a libssh channel or a WebSocket would be
+ * the same.
  *
  * Contract, loop thread only:
  * - A provider hands out an open transport through an agent_connect_cb (or returns it).

@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "backends/docker.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker.h"
+#include "backends/docker/docker_int.h"
 #include "backends/http.h"
 #include "backends/shell.h"
 #include "policy/policy.h"

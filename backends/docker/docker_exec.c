@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "backends/agent/session.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 #include "backends/http1.h"
 #include "backends/remote_sh.h"
 #include "backends/shell.h"

@@ -4,8 +4,8 @@
  * mounts are inherited), then the volumes those containers mount. */
 #include <string.h>
 
-#include "backends/docker.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker.h"
+#include "backends/docker/docker_int.h"
 #include "backends/http.h"
 #include "policy/policy.h"
 

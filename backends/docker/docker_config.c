@@ -13,7 +13,7 @@
 
 #include "backends/agent/transport.h"
 #include "backends/credenv.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 
 /* Every key of [backend.docker] (docs/backends/docker.md); the daemon reads the last four. */
 static const char *const docker_config_keys[] = {

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "backends/agent/session.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 
 struct docker_attach {
         struct agent_transport base;

@@ -1,5 +1,5 @@
 /* docker.c — Docker backend: configuration, API calls, events, probe, sandbox lifecycle. */
-#include "backends/docker.h"
+#include "backends/docker/docker.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 
 #include "backends/agent/session.h"
 #include "backends/credenv.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 #include "backends/http1.h"
 #include "policy/policy.h"
 

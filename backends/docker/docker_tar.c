@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 
 static void
 docker_tar_octal(char *field, size_t width, uint64_t v)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/docker.h"
-#include "backends/docker_int.h"
+#include "backends/docker/docker.h"
+#include "backends/docker/docker_int.h"
 #include "backends/remote_sh.h"
 
 #define DOCKER_LINK_HOPS 8

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/docker_int.h"
+#include "backends/docker/docker_int.h"
 #include "backends/http1.h"
 
 #define HIJACK_HEAD_MAX (64u << 10)
