@@ -1,5 +1,6 @@
-/* docker_int.h — private to the docker backend (docker.c, docker_exec.c, docker_attach.c,
- * docker_hijack.c, docker_file.c, docker_tar.c).
+/* docker_int.h — private to the docker backend (backends/docker/): docker.c (API calls,
+ * events, probe, the vtable), docker_config.c, docker_create.c, docker_spec.c, docker_adopt.c,
+ * docker_facts.c, docker_exec.c, docker_attach.c, docker_hijack.c, docker_file.c, docker_tar.c.
  *
  * Loop thread only. The backend keeps one process-wide state (struct docker_state) holding the
  * configuration, the shared HTTP multi handle and the list of live sandboxes.
@@ -95,6 +96,13 @@ int docker_connect_stream(const struct http_cbs *cbs, void *ctx, struct http_req
 /* Fills err from a failed call (status/body/terr as in docker_resp_cb), prefixed with what. */
 void docker_error(struct sbx_error *err, const char *what, long status, json_t *body,
                   const char *terr);
+/* Fills s (caller's) for a request to url (borrowed, must outlive the request's start). */
+void docker_spec_init(struct http_req_spec *s, const char *method, const char *url);
+/* A GET without libcurl over the Unix socket (a docker_call over tcp), ending after timeout_ms;
+ * for the probe and the start-up listing. Returns 0 or negative errno (then cb is not called). */
+int docker_get(const char *path, unsigned timeout_ms, docker_resp_cb cb, void *ctx);
+/* Starts or stops the event stream: it runs while docker.sandboxes is not empty. */
+void docker_events_update(void);
 /* inspect_spec (docker_facts.c): what the policy's container checks need before a create.
  * spec is the sandbox.create params object (borrowed): named volumes come from mounts[]
  * entries of type "volume", from docker.host_config Mounts (Type "volume") and Binds
@@ -160,9 +168,75 @@ void docker_hijack_close(struct docker_hijack *hj);
 /* Ends every stream over TLS with why (owners hear on_end); before the HTTP handle goes. */
 void docker_hijack_end_all(const char *why);
 
+/* A create or adopt in flight (docker_create.c, docker_spec.c, docker_adopt.c). */
+struct docker_create {
+        struct backend_sandbox *sb;
+        void *ctx;
+        backend_progress_cb progress;
+        backend_create_cb cb;
+        char *image;
+        json_t *body;      /* container create body */
+        json_t *approved;  /* target -> realpath of requested bind sources */
+        json_t *requested; /* the spec as approved, for the policy comparison */
+        json_t *layers;    /* pull: layer id -> [current, total] */
+        json_t *enforced;
+        struct buf line;
+        char *pull_error;
+        bool host_access;
+        bool adopting;
+        bool cancelled;
+        bool want_start;  /* agent mode: start once the attach is open (`docker start -a`) */
+        bool starting;    /* the start call is in flight */
+        bool agent_early; /* the agent answered (or failed: agent_error) before the start did */
+        char *agent_error;
+        struct list link;      /* in docker_creates while its cb is pending */
+        struct http_req *pull; /* the image pull in flight */
+        struct sbx_error err;
+};
+
+/* Creates and adopts whose cb is pending (docker_create.c), for cancel(ctx). */
+extern struct list docker_creates;
+
+/* docker_create.c: the steps of a create that an adopt shares, and two backend_ops. */
+/* A new sandbox (one reference, the caller's) in state "creating"; id borrowed. */
+struct backend_sandbox *docker_sandbox_new(const char *id);
+/* Fails c (cb gets c->err), removing a container it made; frees c. */
+void docker_create_fail(struct docker_create *c);
+/* Fills c->err from a failed call (as docker_error) and fails c. */
+void docker_create_fail_call(struct docker_create *c, const char *what, long status, json_t *body,
+                             const char *terr);
+/* The sandbox runs: listed, the event stream on, cb told; frees c. */
+void docker_create_done(struct docker_create *c);
+/* Starts c's stopped or created container (attached first with the agent). */
+void docker_launch(struct docker_create *c);
+void docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
+                   backend_create_cb cb);
+void docker_cancel(void *ctx);
+
+/* docker_spec.c: the container body and the read-back. */
+/* What resources.* docker enforces for spec (borrowed): a new object. */
+json_t *docker_create_enforced(const struct sandbox_spec *spec);
+/* The create body for spec (borrowed; new, or NULL and err); sets c->approved and
+ * c->requested. */
+json_t *docker_body(struct docker_create *c, const struct sandbox_spec *spec,
+                    struct sbx_error *err);
+/* How many of an inspected container's mounts (insp borrowed) show something of the host. */
+size_t docker_host_mounts(json_t *insp, bool agent);
+/* 0, or -EPERM and c->err when a bind resolves elsewhere than approved. */
+int docker_check_binds(struct docker_create *c, json_t *insp);
+/* 0, or negative and c->err when the container is not what was approved; sets host_access. */
+int docker_check_policy(struct docker_create *c, json_t *insp);
+/* Records sb's tmpfs targets from its inspect (insp borrowed). */
+void docker_note_tmpfs(struct backend_sandbox *sb, json_t *insp);
+
+/* docker_adopt.c: backend_ops entries. */
+json_t *docker_save(struct backend_sandbox *bsb);
+void docker_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_create_cb cb);
+void docker_destroy(struct backend_sandbox *bsb, void *ctx, backend_done_cb cb);
+void docker_reap_orphans(const char *const *known_ids, void *ctx, backend_reaped_cb cb);
+
 /* The sandbox's agent session over the attach stream (docker_attach.c). */
 struct agent_session;
-struct docker_create;
 /* The session, opened now if there is none (or the last one gave up). adopting: the daemon
  * re-adopts execs first (agent_session_adopt_done). */
 struct agent_session *docker_agent_session(struct backend_sandbox *sb, bool adopting);
