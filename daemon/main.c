@@ -432,14 +432,22 @@ main_shutdown(void)
                         (*b)->shutdown();
         sandbox_shutdown();
         notify_close();
+        /* Closing the handles restores the default actions: a second TERM must not kill the
+         * daemon in the middle of its orderly exit, so the signals are blocked across the
+         * switch to SIG_IGN (which discards one that came meanwhile). */
+        sigset_t term, old;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGHUP);
+        sigprocmask(SIG_BLOCK, &term, &old);
         uv_close((uv_handle_t *) &sig_term, NULL);
         uv_close((uv_handle_t *) &sig_int, NULL);
         uv_close((uv_handle_t *) &sig_hup, NULL);
-        /* Closing the handles restored the default actions: a second TERM must not kill the
-         * daemon in the middle of its orderly exit. */
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         uv_close((uv_handle_t *) &status_timer, NULL);
         if (!uv_is_closing((uv_handle_t *) &ready_timer))
                 uv_close((uv_handle_t *) &ready_timer, NULL);

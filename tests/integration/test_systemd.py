@@ -390,6 +390,9 @@ class Notify(unittest.TestCase):
                 msgs.append(c.read(timeout=20))
         except (ConnectionError, TimeoutError):
             pass
+        # The connection closes before the daemon has exited: a second SIGTERM from stop()
+        # would meet the default action (exit -15), so wait for the first to finish.
+        d.proc.wait(timeout=30)
         d.stop()
         stopping = [m for m in msgs if m.get("method") == "daemon.stopping"]
         self.assertEqual(len(stopping), 1, msgs)
