@@ -16,11 +16,13 @@ void method_sandbox_create(struct rpc_req *req);
 void method_sandbox_list(struct rpc_req *req);
 void method_sandbox_get(struct rpc_req *req);
 void method_sandbox_destroy(struct rpc_req *req);
-/* proc.c */
+/* proc_exec.c */
 void method_exec(struct rpc_req *req);
+/* proc_stdin.c */
+void method_process_write(struct rpc_req *req);
+/* proc_methods.c */
 void method_process_list(struct rpc_req *req);
 void method_process_read(struct rpc_req *req);
-void method_process_write(struct rpc_req *req);
 void method_process_signal(struct rpc_req *req);
 void method_process_kill(struct rpc_req *req);
 void method_process_wait(struct rpc_req *req);

@@ -1,6 +1,6 @@
 /* sandbox.h — the sandbox registry: create (through policy, approval and a backend), lookup by
  * owner, default sandbox per caller, idle/lifetime expiry, destroy. Loop thread only.
- * struct sandbox is a plain carrier read by proc.c and files.c; sandbox.c owns its lifetime
+ * struct sandbox is a plain carrier read by proc*.c and files.c; sandbox.c owns its lifetime
  * (refcounted: a running exec holds a reference). */
 #ifndef SANDBOXD_SANDBOX_H
 #define SANDBOXD_SANDBOX_H

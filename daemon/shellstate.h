@@ -1,7 +1,7 @@
 /* shellstate.h — a sandbox's shell state for `command` execs (cwd, exported variables and
  * functions, the shell a container turned out to have): how a command exec is started from it
  * (backends/shell.h builds the wrapper) and how the state an exec leaves is taken over, with a
- * note for the caller when it cannot be. Loop thread only; proc.c is the caller.
+ * note for the caller when it cannot be. Loop thread only; proc*.c is the caller.
  */
 #ifndef SANDBOXD_SHELLSTATE_H
 #define SANDBOXD_SHELLSTATE_H
