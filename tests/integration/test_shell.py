@@ -5,6 +5,7 @@ bash in docker containers (agent, and one `docker exec` per command), and as a s
 Messages are compared with the real shell run as `SHELL -c COMMAND` next to it, not with
 strings written down here.
 """
+import atexit
 import os
 import shutil
 import subprocess
@@ -241,6 +242,7 @@ class LocalDash(LocalReference, ShellCases, DaemonTest):
 
 
 BUSYBOX_DIR = tempfile.mkdtemp(prefix="sbx-busybox-")
+atexit.register(shutil.rmtree, BUSYBOX_DIR, True)
 os.chmod(BUSYBOX_DIR, 0o755)
 os.symlink(shutil.which("busybox") or "/bin/busybox", os.path.join(BUSYBOX_DIR, "sh"))
 

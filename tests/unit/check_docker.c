@@ -1383,6 +1383,16 @@ fake_start(const char *path)
         return pid;
 }
 
+/* Stops the fake started on path and removes its socket and request log. */
+static void
+fake_stop(pid_t pid, const char *path)
+{
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        unlink(path);
+        unlink(fake_log);
+}
+
 START_TEST(test_pull_progress_fake)
 {
         char path[64], cfg[128];
@@ -1403,9 +1413,7 @@ START_TEST(test_pull_progress_fake)
         destroy(c.sb);
         spec_free(&s);
         backend_down();
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        unlink(path);
+        fake_stop(pid, path);
 }
 END_TEST
 
@@ -1445,9 +1453,7 @@ START_TEST(test_agent_resync_fake)
         spec_free(&s); /* the sandbox goes with the backend's shutdown */
         json_decref(rec);
         backend_down();
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        unlink(path);
+        fake_stop(pid, path);
 }
 END_TEST
 
@@ -1509,10 +1515,7 @@ START_TEST(test_create_cancelled_leaves_nothing)
         sbx_error_clear(&c.err);
         spec_free(&s);
         backend_down();
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        unlink(path);
-        unlink(fake_log);
+        fake_stop(pid, path);
 }
 END_TEST
 
@@ -1535,9 +1538,7 @@ START_TEST(test_probe_fake)
         ck_assert(!http_curl_initialised());
         json_decref(p.details);
         backend_down();
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        unlink(path);
+        fake_stop(pid, path);
 }
 END_TEST
 
