@@ -107,6 +107,23 @@ backend_config_known(json_t *config, const char *backend, const char *const *key
         return n;
 }
 
+void
+backend_config_tally_cb(void *ctx, const char *key, const char *message)
+{
+        struct backend_config_tally *t = ctx;
+
+        t->report(t->ctx, key, message);
+        t->n++;
+}
+
+void
+backend_config_tally_error(struct backend_config_tally *t, const char *key, struct sbx_error *e)
+{
+        backend_config_tally_cb(t, key ? key : json_string_value(json_object_get(e->data, "param")),
+                                e->message);
+        sbx_error_clear(e);
+}
+
 /* Keeps the first problem reported to init. */
 void
 backend_config_first_error(void *ctx, const char *key, const char *message)

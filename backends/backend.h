@@ -376,6 +376,18 @@ int backend_config_known(json_t *config, const char *backend, const char *const 
 /* A backend_config_report_fn for init (ctx: its struct sbx_error *): keeps the first problem,
  * as a -32602 error whose param is the key. */
 void backend_config_first_error(void *ctx, const char *key, const char *message);
+/* Counts what a backend's config parse reports, so that it can say how many problems there
+ * were: report/ctx are validate's (or backend_config_first_error and init's err). */
+struct backend_config_tally {
+        backend_config_report_fn report;
+        void *ctx;
+        int n;
+};
+/* A backend_config_report_fn over a tally (ctx: struct backend_config_tally *). */
+void backend_config_tally_cb(void *ctx, const char *key, const char *message);
+/* Reports e under key (NULL: e's param), counts it and clears e. */
+void backend_config_tally_error(struct backend_config_tally *t, const char *key,
+                                struct sbx_error *e);
 /* Keys of every [backend.NAME] section: ask_isolated (read by the daemon), and those the daemon
  * adds for init (see backend_ops.init; a file may set instance only where the backend lists
  * it). */

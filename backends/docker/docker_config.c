@@ -272,29 +272,6 @@ docker_cfg_host(json_t *config, struct docker_state *d, struct sbx_error *err)
         return docker_parse_host(d, err);
 }
 
-struct docker_cfg_report {
-        backend_config_report_fn report;
-        void *ctx;
-        int n;
-};
-
-static void
-docker_cfg_report_error(struct docker_cfg_report *rep, struct sbx_error *e)
-{
-        rep->report(rep->ctx, json_string_value(json_object_get(e->data, "param")), e->message);
-        rep->n++;
-        sbx_error_clear(e);
-}
-
-static void
-docker_cfg_unknown_cb(void *ctx, const char *key, const char *message)
-{
-        struct docker_cfg_report *rep = ctx;
-
-        rep->report(rep->ctx, key, message);
-        rep->n++;
-}
-
 /* Parses config into d (every field docker_config_free frees), reporting every problem;
  * returns how many there were. */
 int
@@ -305,13 +282,13 @@ docker_config_parse(json_t *config, struct docker_state *d, backend_config_repor
                 docker_cfg_numbers, docker_cfg_strings, docker_cfg_tls,
                 docker_cfg_host,    docker_cfg_agent,   docker_cfg_agent_link,
         };
-        struct docker_cfg_report rep = {report, ctx, 0};
+        struct backend_config_tally rep = {report, ctx, 0};
         struct sbx_error e = {0};
 
-        backend_config_known(config, "docker", docker_config_keys, docker_cfg_unknown_cb, &rep);
+        backend_config_known(config, "docker", docker_config_keys, backend_config_tally_cb, &rep);
         for (size_t i = 0; i < ARRAY_SIZE(steps); i++)
                 if (steps[i](config, d, &e) < 0)
-                        docker_cfg_report_error(&rep, &e);
+                        backend_config_tally_error(&rep, NULL, &e);
         return rep.n;
 }
 

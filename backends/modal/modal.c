@@ -223,26 +223,12 @@ modal_set_key(struct modal_state *m, const struct modal_key *k, const char *v,
         return 0;
 }
 
-struct modal_cfg_report {
-        backend_config_report_fn report;
-        void *ctx;
-        int n;
-};
-
-static void
-modal_cfg_report(struct modal_cfg_report *rep, const char *key, struct sbx_error *e)
-{
-        rep->report(rep->ctx, key, e->message);
-        rep->n++;
-        sbx_error_clear(e);
-}
-
 /* Parses config into m (the fields modal_free_config frees), reporting every problem; returns
  * how many there were. */
 static int
 modal_config(struct modal_state *m, json_t *config, backend_config_report_fn report, void *ctx)
 {
-        struct modal_cfg_report rep = {report, ctx, 0};
+        struct backend_config_tally rep = {report, ctx, 0};
         struct sbx_error e = {0};
         const char *name;
         json_t *v;
@@ -257,7 +243,7 @@ modal_config(struct modal_state *m, json_t *config, backend_config_report_fn rep
                                         "unknown key '%s' in section [backend.modal] (see "
                                         "docs/backends/modal.md)",
                                         name);
-                        modal_cfg_report(&rep, name, &e);
+                        backend_config_tally_error(&rep, name, &e);
                 }
         }
         for (size_t i = 0; i < ARRAY_SIZE(modal_keys); i++) {
@@ -270,7 +256,7 @@ modal_config(struct modal_state *m, json_t *config, backend_config_report_fn rep
                         continue;
                 }
                 if ((s || k->dflt) && modal_set_key(m, k, s ? s : k->dflt, &e) < 0)
-                        modal_cfg_report(&rep, k->key, &e);
+                        backend_config_tally_error(&rep, k->key, &e);
         }
         return rep.n;
 }

@@ -285,21 +285,6 @@ cfg_network(json_t *config, struct sing_state *st, struct sbx_error *err)
         return 0;
 }
 
-struct sing_report {
-        backend_config_report_fn report;
-        void *ctx;
-        int n;
-};
-
-static void
-sing_unknown_cb(void *ctx, const char *key, const char *message)
-{
-        struct sing_report *rep = ctx;
-
-        rep->report(rep->ctx, key, message);
-        rep->n++;
-}
-
 /* The keys into st, every problem reported (the scratch directory, which init creates, is
  * not among them); returns how many there were. */
 static int
@@ -307,16 +292,13 @@ sing_config_parse(json_t *config, struct sing_state *st, backend_config_report_f
 {
         static int (*const steps[])(json_t *, struct sing_state *, struct sbx_error *) = {
                 cfg_network, cfg_uints, cfg_limits, cfg_agent};
-        struct sing_report rep = {report, ctx, 0};
+        struct backend_config_tally rep = {report, ctx, 0};
         struct sbx_error e = {0};
 
-        backend_config_known(config, "singularity", sing_keys, sing_unknown_cb, &rep);
+        backend_config_known(config, "singularity", sing_keys, backend_config_tally_cb, &rep);
         for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
-                if (steps[i](config, st, &e) == 0)
-                        continue;
-                report(ctx, json_string_value(json_object_get(e.data, "param")), e.message);
-                sbx_error_clear(&e);
-                rep.n++;
+                if (steps[i](config, st, &e) != 0)
+                        backend_config_tally_error(&rep, NULL, &e);
         }
         return rep.n;
 }

@@ -205,37 +205,19 @@ ssh_cfg_entries(json_t *config, struct ssh_state *st, struct sbx_error *err)
         return r;
 }
 
-struct ssh_report {
-        backend_config_report_fn report;
-        void *ctx;
-        int n;
-};
-
-static void
-ssh_unknown_cb(void *ctx, const char *key, const char *message)
-{
-        struct ssh_report *rep = ctx;
-
-        rep->report(rep->ctx, key, message);
-        rep->n++;
-}
-
 /* The section into st's numbers, every problem reported; returns how many there were. */
 static int
 ssh_config_parse(json_t *config, struct ssh_state *st, backend_config_report_fn report, void *ctx)
 {
         static int (*const steps[])(json_t *, struct ssh_state *, struct sbx_error *) = {
                 ssh_cfg_numbers, ssh_cfg_known_hosts, ssh_cfg_entries};
-        struct ssh_report rep = {report, ctx, 0};
+        struct backend_config_tally rep = {report, ctx, 0};
         struct sbx_error e = {0};
 
-        backend_config_known(config, "ssh", ssh_keys, ssh_unknown_cb, &rep);
+        backend_config_known(config, "ssh", ssh_keys, backend_config_tally_cb, &rep);
         for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
-                if (steps[i](config, st, &e) == 0)
-                        continue;
-                report(ctx, json_string_value(json_object_get(e.data, "param")), e.message);
-                sbx_error_clear(&e);
-                rep.n++;
+                if (steps[i](config, st, &e) != 0)
+                        backend_config_tally_error(&rep, NULL, &e);
         }
         return rep.n;
 }
