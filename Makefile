@@ -77,10 +77,12 @@ SANDBOXCTL := $(B)/sandboxctl
 # containers of any distribution; see backends/agent/proto.h).
 AGENT     := $(B)/sandboxd-agent
 AGENT_SRC := $(sort $(wildcard backends/agent/prog/*.c)) protocol/sha256.c
-# The set-up stage of an isolated local sandbox, run in its new namespaces before the agent:
-# static, libc only, never sanitized (backends/local/init/nsinit.h).
+# The set-up stage of an isolated local sandbox, run in its new namespaces, whose PID 1 then
+# goes on as the agent (the agent's code without its entry.c: no second exec, no second libc
+# start-up): static, libc only, never sanitized (backends/local/init/nsinit.h).
 NSBOX     := $(B)/sandboxd-nsbox
-NSBOX_SRC := $(sort $(wildcard backends/local/init/*.c))
+NSBOX_SRC := $(sort $(wildcard backends/local/init/*.c)) \
+             $(filter-out backends/agent/prog/entry.c,$(AGENT_SRC))
 
 ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) \
              $(BENCH_HELPER_SRC) daemon/main.c \
@@ -114,7 +116,9 @@ $(AGENT): $(AGENT_SRC) backends/agent/proto.h backends/agent/prog/agent.h protoc
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(AGENT_SRC)
 
-$(NSBOX): $(NSBOX_SRC) backends/local/init/nsinit.h backends/local/init/nsinit_int.h
+$(NSBOX): $(NSBOX_SRC) backends/local/init/nsinit.h backends/local/init/nsinit_int.h \
+		backends/agent/proto.h backends/agent/prog/agent.h protocol/sha256.h \
+		backends/shell_init.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -Os -static -D_GNU_SOURCE -I. -o $@ $(NSBOX_SRC)
 

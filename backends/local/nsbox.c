@@ -6,8 +6,9 @@
  * sandboxd-nsbox at once (so no page of the daemon is copied, and nothing of its memory is in
  * the sandbox's PID 1 when it is briefly dumpable for the maps). The daemon writes the maps
  * (the caller's uid, gid and groups when it is root; its own otherwise), puts the PID 1 in the
- * sandbox's cgroup, opens the namespaces (for file ops) and says go. The set-up's report
- * pipe closes when the agent runs; the sandbox is ready at the agent's READY (pid 1).
+ * sandbox's cgroup, opens the namespaces (for file ops) and says go. The set-up's control
+ * socket reaches EOF when the agent runs (the PID 1 goes on as the agent, no exec); the sandbox
+ * is ready at the agent's READY (pid 1).
  *
  * End: closing the session closes the agent's stdin, and SIGKILL to the PID 1 (from outside
  * it cannot be ignored) takes every process of the pid namespace with it; the sandbox is gone
@@ -64,12 +65,12 @@ struct nsbox {
 static struct {
         uv_loop_t *loop;
         struct nsbox_config cfg;
-        char *nsbox, *agent; /* the programs' real paths */
-        char *missing;       /* why one of them is not there */
-        int nsbox_fd, agent_fd, null_fd;
+        char *nsbox;   /* the program's real path */
+        char *missing; /* why it is not there */
+        int nsbox_fd, null_fd;
         struct list all;
         char *stack;
-} nsb = {.nsbox_fd = -1, .agent_fd = -1, .null_fd = -1, .all = {&nsb.all, &nsb.all}};
+} nsb = {.nsbox_fd = -1, .null_fd = -1, .all = {&nsb.all, &nsb.all}};
 
 /* ---- configuration ---- */
 
@@ -181,36 +182,24 @@ nsb_covers(json_t *config)
         nsb_other_homes(&nsb.cfg.cover, &n);
 }
 
+/* sandboxd-nsbox, which holds the agent's code too (its PID 1 goes on as the agent). */
 static int
 nsb_programs(json_t *config, struct sbx_error *err)
 {
-        static const struct {
-                const char *key, *name;
-                size_t off;
-        } progs[] = {
-                {"nsbox", "sandboxd-nsbox", offsetof(__typeof__(nsb), nsbox)},
-                {"agent", "sandboxd-agent", offsetof(__typeof__(nsb), agent)},
-        };
+        const char *v = nsb_key(config, "nsbox", NULL);
+        char *where = NULL;
 
-        for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
-                const char *v = nsb_key(config, progs[i].key, NULL);
-                char **slot = (char **) ((char *) &nsb + progs[i].off), *where = NULL;
-                *slot = v && *v ? agent_locate_file(v) : agent_locate_named(progs[i].name, &where);
-                if (!*slot && v && *v) {
-                        sbx_error_param(err, progs[i].key,
-                                        "[backend.local] %s = '%s' is not an executable file",
-                                        progs[i].key, v);
-                        return -1;
-                }
-                if (!*slot && !nsb.missing)
-                        nsb.missing =
-                                xasprintf("%s is not installed (looked %s)", progs[i].name, where);
-                free(where);
+        nsb.nsbox = v && *v ? agent_locate_file(v) : agent_locate_named("sandboxd-nsbox", &where);
+        if (!nsb.nsbox && v && *v) {
+                sbx_error_param(err, "nsbox",
+                                "[backend.local] nsbox = '%s' is not an executable file", v);
+                return -1;
         }
+        if (!nsb.nsbox)
+                nsb.missing = xasprintf("sandboxd-nsbox is not installed (looked %s)", where);
+        free(where);
         if (nsb.nsbox)
                 nsb.nsbox_fd = open(nsb.nsbox, O_PATH | O_CLOEXEC);
-        if (nsb.agent)
-                nsb.agent_fd = open(nsb.agent, O_PATH | O_CLOEXEC);
         nsb.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         return 0;
 }
@@ -256,12 +245,10 @@ nsbox_unavailable(const char **hint)
 
         if (!nsbox_probe(NULL, &reason, hint))
                 return reason;
-        if (nsb.nsbox_fd < 0 || nsb.agent_fd < 0 || nsb.null_fd < 0) {
+        if (nsb.nsbox_fd < 0 || nsb.null_fd < 0) {
                 *hint = "build it with make (or install it: make install), or set [backend.local] "
                         "isolation = none";
-                return nsb.missing ? nsb.missing
-                                   : "sandboxd-nsbox or sandboxd-agent cannot be "
-                                     "opened";
+                return nsb.missing ? nsb.missing : "sandboxd-nsbox cannot be opened";
         }
         return NULL;
 }
@@ -275,7 +262,6 @@ nsbox_details(void)
 
         nsbox_probe(&d, &reason, &hint);
         json_object_set_new(d, "nsbox", nsb.nsbox ? json_string(nsb.nsbox) : json_null());
-        json_object_set_new(d, "agent", nsb.agent ? json_string(nsb.agent) : json_null());
         return d;
 }
 
@@ -581,7 +567,7 @@ nsb_link(void *ctx, enum backend_link st, const char *reason)
 static const char *
 nsb_check_ready(void *ctx, const struct agent_ready *r)
 {
-        return r->pid == 1 ? NULL : "sandboxd-agent is not the sandbox's PID 1";
+        return r->pid == 1 ? NULL : "the agent is not the sandbox's PID 1";
 }
 
 static const struct agent_session_cbs nsb_session_cbs = {
@@ -592,7 +578,7 @@ static const struct agent_session_cbs nsb_session_cbs = {
 
 /* ---- the spawn ---- */
 
-/* The spawned child's fds 0..6: nsinit.h's, and 6, sandboxd-nsbox itself (for the
+/* The spawned child's fds 0..5: nsinit.h's, and 5, sandboxd-nsbox itself (for the
  * execveat; the program closes it). */
 #define NSB_CHILD_FDS (NSINIT_NFDS + 1)
 
@@ -675,8 +661,7 @@ nsb_launch(struct nsbox *nb, struct sbx_error *err)
                 sbx_error_backend(err, "local", "cannot prepare the sandbox: %s", strerror(errno));
                 goto out;
         }
-        c = (struct nsb_child){
-                {sp[1], sp[1], nsb.null_fd, plan, ctl[1], nsb.agent_fd, nsb.nsbox_fd}};
+        c = (struct nsb_child){{sp[1], sp[1], nsb.null_fd, plan, ctl[1], nsb.nsbox_fd}};
         nb->pid = nsb_spawn(&c);
         if (nb->pid < 0) {
                 nb->pid = 0;
@@ -807,7 +792,7 @@ nsb_exited(struct nsbox *nb)
         /* A last word of the set-up explains it better than the exit status. */
         if (nb->cb && nb->polling)
                 nsb_poll_cb(&nb->poll, 0, UV_READABLE);
-        snprintf(why, sizeof(why), "its PID 1 (sandboxd-agent) %s %d",
+        snprintf(why, sizeof(why), "its PID 1 (the agent) %s %d",
                  WIFSIGNALED(nb->status) ? "was killed by signal" : "exited with status",
                  WIFSIGNALED(nb->status) ? WTERMSIG(nb->status) : WEXITSTATUS(nb->status));
         if (nb->cb) {
@@ -883,12 +868,11 @@ nsbox_shutdown(void)
         nsb_strv_free(nsb.cfg.cover);
         free(nsb.cfg.tmpfs_size);
         free(nsb.nsbox);
-        free(nsb.agent);
         free(nsb.missing);
         memset(&nsb.cfg, 0, sizeof(nsb.cfg));
-        nsb.nsbox = nsb.agent = nsb.missing = NULL;
-        nsb_close_fds((int[]){nsb.nsbox_fd, nsb.agent_fd, nsb.null_fd}, 3);
-        nsb.nsbox_fd = nsb.agent_fd = nsb.null_fd = -1;
+        nsb.nsbox = nsb.missing = NULL;
+        nsb_close_fds((int[]){nsb.nsbox_fd, nsb.null_fd}, 2);
+        nsb.nsbox_fd = nsb.null_fd = -1;
         if (nsb.stack)
                 munmap(nsb.stack, NSB_STACK);
         nsb.stack = NULL;

@@ -2,9 +2,10 @@
  * the daemon's side.
  *
  * One set of namespaces per sandbox — user, mount, pid, ipc, uts and (network "none") net —
- * whose PID 1 is sandboxd-agent, driven by the daemon over a socketpair on the agent's
- * stdin/stdout with the session of backends/agent/session.h: an exec is a fork inside the
- * sandbox's namespaces, not a new set of them. The daemon computes what the sandbox sees (a
+ * whose PID 1 is the agent (sandboxd-agent's code, linked into sandboxd-nsbox), driven by the
+ * daemon over a socketpair on the agent's stdin/stdout with the session of
+ * backends/agent/session.h: an exec is a fork inside the sandbox's namespaces, not a new set
+ * of them. The daemon computes what the sandbox sees (a
  * plan, nsbox_plan.c), clones into the namespaces, and the clone runs sandboxd-nsbox
  * (backends/local/init/), which builds the mount tree as the caller, drops every capability,
  * applies no_new_privs, Landlock and seccomp, and becomes the agent.
@@ -73,9 +74,9 @@ int nsbox_enter(int userns, int mntns, const struct backend_identity *who, bool 
 /* ---- nsbox.c ---- */
 struct nsbox;
 typedef void (*nsbox_ready_cb)(void *ctx, struct nsbox *nb, const struct sbx_error *err);
-/* Reads the configuration, finds sandboxd-nsbox and sandboxd-agent (the "nsbox" and
- * "agent" keys, else next to sandboxd, else SANDBOXD_LIBEXECDIR). 0, or -1 with err for a bad
- * configuration; missing programs only make the probe say so. */
+/* Reads the configuration, finds sandboxd-nsbox (the "nsbox" key, else next to sandboxd, else
+ * SANDBOXD_LIBEXECDIR). 0, or -1 with err for a bad configuration; a missing program only
+ * makes the probe say so. */
 int nsbox_init(uv_loop_t *loop, json_t *config, struct sbx_error *err);
 /* Why namespace sandboxes cannot be made here (NULL: they can), and what to do. */
 const char *nsbox_unavailable(const char **hint);

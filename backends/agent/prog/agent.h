@@ -49,6 +49,11 @@ struct agent_opts {
 
 extern struct agent_opts agent_opts;
 
+/* ---- the program (main.c) ---- */
+/* Parses argv and runs the agent: never returns. Called once per process, by main (entry.c) or
+ * by sandboxd-nsbox's PID 1 instead of an exec (environ is the agent's then). */
+int agent_main(int argc, char **argv);
+
 /* ---- util (main.c) ---- */
 void *agent_realloc(void *p, size_t n);
 int64_t agent_now_ms(void);

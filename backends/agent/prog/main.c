@@ -580,9 +580,10 @@ static void __attribute__((noreturn)) run_connect(void)
         }
 }
 
-/* Entry point. */
+/* The agent (agent.h): sandboxd-agent's main (entry.c), and the PID 1 of a namespace sandbox
+ * once sandboxd-nsbox has set it up (backends/local/init/main.c). */
 int
-main(int argc, char **argv)
+agent_main(int argc, char **argv)
 {
         switch (parse_args(argc, argv)) {
         case MODE_CONNECT:

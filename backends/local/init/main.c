@@ -1,6 +1,7 @@
 /* main.c — sandboxd-nsbox: reads the daemon's plan, sets the sandbox up (setup.c, filter.c)
- * and runs sandboxd-agent as its PID 1 (nsinit.h has the hand-over). Not meant to be run by
+ * and goes on as the agent, its PID 1 (nsinit.h has the hand-over). Not meant to be run by
  * hand: it refuses to run without the plan and the daemon's socket. */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -11,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/agent/prog/agent.h"
 #include "backends/local/init/nsinit_int.h"
+
+extern char **environ;
 
 static struct nsinit_plan plan;
 
@@ -69,10 +73,10 @@ read_plan(void)
 int
 main(int argc, char **argv)
 {
-        char *av[9], *ev[5];
+        static char *av[9], *ev[5];
         struct stat st;
         sigset_t none;
-        int n = 0;
+        int ac, n;
 
         (void) argv;
         if (argc != 1 || fstat(NSINIT_FD_CTL, &st) < 0 || !S_ISSOCK(st.st_mode) ||
@@ -83,18 +87,20 @@ main(int argc, char **argv)
         }
         syscall(SYS_close_range, NSINIT_NFDS, ~0U, 0); /* sandboxd-nsbox itself, and so on */
         fcntl(NSINIT_FD_CTL, F_SETFD, FD_CLOEXEC);
-        fcntl(NSINIT_FD_AGENT, F_SETFD, FD_CLOEXEC);
         read_plan();
         nsinit_setup(&plan);
         nsinit_filters(&plan);
-        for (n = 0; n < 8 && plan.argv[n]; n++)
-                av[n] = (char *) nsinit_str(&plan, plan.argv[n]);
-        av[n] = NULL;
+        for (ac = 0; ac < 8 && plan.argv[ac]; ac++)
+                av[ac] = (char *) nsinit_str(&plan, plan.argv[ac]);
+        av[ac] = NULL;
         for (n = 0; n < 4 && plan.envp[n]; n++)
                 ev[n] = (char *) nsinit_str(&plan, plan.envp[n]);
         ev[n] = NULL;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        syscall(SYS_execveat, NSINIT_FD_AGENT, "", av, ev, AT_EMPTY_PATH);
-        nsinit_fail(NSI_STEP_EXEC, errno, -1);
+        /* The last copy of ctl: its EOF tells the daemon that the agent runs. */
+        close(NSINIT_FD_CTL);
+        prctl(PR_SET_NAME, "sandboxd-agent", 0, 0, 0);
+        environ = ev;
+        return agent_main(ac, av);
 }

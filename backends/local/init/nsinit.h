@@ -1,6 +1,6 @@
 /* nsinit.h — sandboxd-nsbox, the set-up stage of a namespace sandbox (backends/local/init/),
- * and the plan the daemon hands it. Shared by the program (static, libc only) and the daemon's
- * side (backends/local/nsbox*.c).
+ * and the plan the daemon hands it. Shared by the program (static, libc only; the agent's code
+ * is linked in, backends/agent/prog/) and the daemon's side (backends/local/nsbox*.c).
  *
  * The daemon spawns sandboxd-nsbox (a fresh image: none of the daemon's memory, so it may be
  * dumpable while the daemon writes its maps) with:
@@ -8,16 +8,16 @@
  *   fd 2      /dev/null
  *   fd 3      the plan (a memfd holding one struct nsinit_plan)
  *   fd 4      ctl: a SOCK_SEQPACKET socket of struct nsinit_msg both ways
- *   fd 5      sandboxd-agent (O_PATH), run with execveat
  * It makes a user namespace (it then has every capability there and none outside) and asks
  * for its maps (NSI_MSG_MAPS); the daemon writes them (the caller's uid, gid and groups when
  * it is root, its own uid and gid otherwise), puts it in the sandbox's cgroup and says go
  * (NSI_MSG_GO). It becomes the caller, makes the mount, pid, ipc, uts (and net) namespaces,
  * sends them with the pid of the sandbox's PID 1 (NSI_MSG_READY with SCM_RIGHTS), and forks
- * that PID 1, which builds the tree and becomes sandboxd-agent (setup.c). sandboxd-nsbox stays
- * as its parent, with nothing open, and exits with it; killing it kills the PID 1
- * (PR_SET_PDEATHSIG) and with that the whole pid namespace. A failure at any step is an
- * NSI_MSG_FAIL; ctl reaches EOF (every copy close-on-exec) once the agent runs.
+ * that PID 1, which builds the tree, closes ctl and goes on as the agent (agent_main, with the
+ * plan's argv and envp: the same program, so no exec and no second libc start-up, which costs
+ * ~0.3 ms of cpuid traps in a VM). sandboxd-nsbox stays as its parent, with nothing open, and
+ * exits with it; killing it kills the PID 1 (PR_SET_PDEATHSIG) and with that the whole pid
+ * namespace. A failure at any step is an NSI_MSG_FAIL; ctl reaches EOF once the agent runs.
  *
  * The plan is plain data: strings are offsets into pool (0: none), so it needs no pointer
  * fix-up and is checked for bounds before use.
@@ -33,10 +33,9 @@
 #define NSINIT_MAGIC   0x6e73626fu /* "nsbo" */
 #define NSINIT_VERSION 1
 
-#define NSINIT_FD_PLAN  3
-#define NSINIT_FD_CTL   4
-#define NSINIT_FD_AGENT 5
-#define NSINIT_NFDS     6
+#define NSINIT_FD_PLAN 3
+#define NSINIT_FD_CTL  4
+#define NSINIT_NFDS    5
 
 #define NSINIT_MAX_SRC   64  /* host paths bound into one sandbox */
 #define NSINIT_MAX_OPS   320 /* steps of its mount tree */
@@ -92,7 +91,6 @@ enum nsinit_step {
         NSI_STEP_LANDLOCK,
         NSI_STEP_SECCOMP,
         NSI_STEP_STDIO,
-        NSI_STEP_EXEC,
 };
 
 enum nsinit_msg_type {
@@ -180,7 +178,7 @@ nsinit_fd_path(const char *prefix, int fd, char *out)
                 [NSI_STEP_LOOPBACK] = "bring up the loopback interface",                           \
                 [NSI_STEP_RLIMIT] = "set an rlimit", [NSI_STEP_CAPS] = "drop capabilities",        \
                 [NSI_STEP_LANDLOCK] = "apply Landlock", [NSI_STEP_SECCOMP] = "apply seccomp",      \
-                [NSI_STEP_STDIO] = "set up stdio", [NSI_STEP_EXEC] = "execute sandboxd-agent",     \
+                [NSI_STEP_STDIO] = "set up stdio",                                                 \
         }
 
 #endif
