@@ -1,10 +1,13 @@
 /* bench_local.c — isolated local sandboxes (isolation "namespaces", docs/backends/local.md)
- * through the backend's ops, against baselines measured in the same run:
- *   1. create: sandbox create until its agent is READY (the first exec possible), vs one
- *      `bwrap --ro-bind / / --unshare-all true` (p50 ratio, target <= 1.0)
- *   2. exec round trip of `true` in a running sandbox, vs posix_spawn + waitpid of /bin/true
- *      from this process (p50 ratio, target <= 1.5), and vs one bwrap invocation per command,
- *      as Codex CLI does (p50 ratio, target <= 0.1)
+ * through the backend's ops, against baselines measured in the same run, interleaved round by
+ * round (A B, B A, A B, …) so that the load of a shared machine weighs on both alike; each
+ * line gives both medians and the median of the per-round ratios with their p10-p90 spread:
+ *   1. exec round trip of `true` in a running sandbox, vs posix_spawn + waitpid of /bin/true
+ *      from this process (target <= 1.5), and vs one bwrap invocation per command, as Codex
+ *      CLI does (one bwrap per 10 rounds against those rounds' median; target <= 0.1), with
+ *      the floor of that ratio: posix_spawn itself vs bwrap
+ *   2. create: sandbox create until its agent is READY (the first exec possible), vs one
+ *      `bwrap --ro-bind / / --unshare-all true` (target <= 1.0)
  * sandboxd-nsbox and sandboxd-agent are those of build/<variant>/, next to bench/. Prints "skipped"
  * where namespaces or bwrap are unavailable. Usage: bench_local [exec rounds] [create rounds]
  */
@@ -144,56 +147,124 @@ init_backend(void)
         return ok ? 0 : -1;
 }
 
-/* The measures, each interleaved with its baseline so that both see the same machine. */
-static void
-measure(struct backend_sandbox *sb, int rounds, int creates)
+/* Quantile q (0..1) of the n values of v, sorted here: linear between the nearest ranks. */
+static double
+quantile(double *v, int n, double q)
 {
-        static char *const bwrap[] = {"bwrap",         "--ro-bind", "/", "/",
-                                      "--unshare-all", "true",      NULL};
-        static char *const tru[] = {"/bin/true", NULL};
-        int nbw = (rounds + 9) / 10;
-        double *ex = xcalloc((size_t) rounds, sizeof(double));
-        double *sp = xcalloc((size_t) rounds, sizeof(double));
-        double *bw = xcalloc((size_t) (nbw + creates), sizeof(double));
-        double *cr = xcalloc((size_t) creates, sizeof(double));
-        double e, s, b, c, bc;
+        double pos = q * (n - 1), lo;
 
+        bd_median(v, n); /* sorts */
+        lo = v[(int) pos];
+        return (int) pos + 1 < n ? lo + (pos - (int) pos) * (v[(int) pos + 1] - lo) : lo;
+}
+
+/* One measure: a subject and its baseline taken round by round in the same run. */
+struct pairs {
+        const char *what;
+        int n;
+        double *a, *b, *r; /* subject, baseline (us), per-round ratio a/b */
+};
+
+static void
+pairs_init(struct pairs *p, const char *what, int n)
+{
+        p->what = what;
+        p->n = 0;
+        p->a = xcalloc((size_t) n, sizeof(double));
+        p->b = xcalloc((size_t) n, sizeof(double));
+        p->r = xcalloc((size_t) n, sizeof(double));
+}
+
+static void
+pairs_add(struct pairs *p, double a, double b)
+{
+        p->a[p->n] = a;
+        p->b[p->n] = b;
+        p->r[p->n++] = a / b;
+}
+
+/* The medians of both, then the median of the per-round ratios and their spread (p10-p90). */
+static void
+pairs_print(struct pairs *p, bool ms, const char *target)
+{
+        double scale = ms ? 1e3 : 1;
+        double a = bd_median(p->a, p->n) / scale, b = bd_median(p->b, p->n) / scale;
+        double r = bd_median(p->r, p->n), r10 = quantile(p->r, p->n, 0.1),
+               r90 = quantile(p->r, p->n, 0.9);
+
+        printf("%s, %d rounds: p50 %.*f vs %.*f %s; per-round ratio p50 %.3f (p10-p90 "
+               "%.3f-%.3f)%s%s\n",
+               p->what, p->n, ms ? 2 : 0, a, ms ? 2 : 0, b, ms ? "ms" : "us", r, r10, r90,
+               target ? ", target " : "", target ? target : "");
+        free(p->a);
+        free(p->b);
+        free(p->r);
+}
+
+static char *const bwrap_argv[] = {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true", NULL};
+static char *const true_argv[] = {"/bin/true", NULL};
+
+/* Exec rounds, the sandbox and posix_spawn in turn (the order swapped every round, so that
+ * neither always runs on the heels of the other); every 10 rounds one bwrap, compared with
+ * the median of those 10 execs (and posix_spawns: the floor, what no sandbox can beat). */
+static void
+measure_exec(struct backend_sandbox *sb, int rounds)
+{
+        struct pairs ex, bw, fl;
+        double blk_e[10], blk_s[10], e, s, b;
+
+        pairs_init(&ex, "exec true: sandbox vs posix_spawn+waitpid", rounds);
+        pairs_init(&bw, "exec true: sandbox vs one bwrap per command", rounds / 10 + 1);
+        pairs_init(&fl, "  (floor: posix_spawn itself vs bwrap)", rounds / 10 + 1);
         for (int i = 0; i < rounds; i++) {
-                ex[i] = (double) backend_exec(sb, i) / 1e3;
-                sp[i] = (double) spawn_once(tru) / 1e3;
-                if (i % 10 == 0)
-                        bw[i / 10] = (double) spawn_once(bwrap) / 1e3;
+                if (i % 2) {
+                        s = (double) spawn_once(true_argv) / 1e3;
+                        e = (double) backend_exec(sb, i) / 1e3;
+                } else {
+                        e = (double) backend_exec(sb, i) / 1e3;
+                        s = (double) spawn_once(true_argv) / 1e3;
+                }
+                pairs_add(&ex, e, s);
+                blk_e[i % 10] = e;
+                blk_s[i % 10] = s;
+                if (i % 10 == 9) {
+                        b = (double) spawn_once(bwrap_argv) / 1e3;
+                        pairs_add(&bw, bd_median(blk_e, 10), b);
+                        pairs_add(&fl, bd_median(blk_s, 10), b);
+                }
         }
-        destroy(sb);
+        pairs_print(&ex, false, "<= 1.5");
+        if (bw.n) {
+                pairs_print(&bw, false, "<= 0.1");
+                pairs_print(&fl, false, NULL);
+        }
+}
+
+/* Create rounds: a create until ready (destroyed after, not counted) and one bwrap, in turn,
+ * the order swapped every round. */
+static void
+measure_create(int creates)
+{
+        struct pairs cr;
+        double c, b;
+
+        pairs_init(&cr, "create until ready vs bwrap --unshare-all true", creates);
         for (int i = 0; i < creates; i++) {
-                cr[i] = (double) backend_create(i) / 1e3;
-                bw[nbw + i] = (double) spawn_once(bwrap) / 1e3;
+                if (i % 2) {
+                        b = (double) spawn_once(bwrap_argv) / 1e3;
+                        c = (double) backend_create(i) / 1e3;
+                } else {
+                        c = (double) backend_create(i) / 1e3;
+                        b = (double) spawn_once(bwrap_argv) / 1e3;
+                }
+                pairs_add(&cr, c, b);
         }
-        e = bd_median(ex, rounds);
-        s = bd_median(sp, rounds);
-        b = bd_median(bw, nbw);
-        c = bd_median(cr, creates);
-        bc = bd_median(bw + nbw, creates);
-        printf("exec true, p50 of %d: sandbox %.0f us, posix_spawn %.0f us: ratio %.2f (target "
-               "<= 1.5)\n",
-               rounds, e, s, e / s);
-        printf("exec true vs one bwrap per command (p50 of %d: %.0f us): ratio %.3f (target <= "
-               "0.1)\n",
-               nbw, b, e / b);
-        printf("create until ready, p50 of %d: %.2f ms, bwrap --unshare-all true %.2f ms: ratio "
-               "%.2f (target <= 1.0)\n",
-               creates, c / 1e3, bc / 1e3, c / bc);
-        free(ex);
-        free(sp);
-        free(bw);
-        free(cr);
+        pairs_print(&cr, true, "<= 1.0");
 }
 
 int
 main(int argc, char **argv)
 {
-        static char *const bwrap[] = {"bwrap",         "--ro-bind", "/", "/",
-                                      "--unshare-all", "true",      NULL};
         int rounds = argc > 1 ? atoi(argv[1]) : 1000, creates = argc > 2 ? atoi(argv[2]) : 30;
         struct backend_sandbox *sb;
 
@@ -206,11 +277,13 @@ main(int argc, char **argv)
                 printf("bench_local: skipped (namespace sandboxes unavailable)\n");
                 return 0;
         }
-        if (spawn_wait(bwrap) != 0) {
+        if (spawn_wait(bwrap_argv) != 0) {
                 printf("bench_local: skipped (bwrap --unshare-all does not run here)\n");
                 return 0;
         }
-        measure(sb, rounds, creates);
+        measure_exec(sb, rounds);
+        destroy(sb);
+        measure_create(creates);
         ops->shutdown();
         uv_run(&bo_loop, UV_RUN_NOWAIT);
         rmdir(workdir);
