@@ -170,22 +170,36 @@ pb_by_length(const void *a, const void *b)
         return la < lb ? -1 : la > lb;
 }
 
-/* Directories covered by an empty tmpfs (writable until the binds inside them are made, then
- * read-only): /home, /root and cfg->cover, parents first. */
-static void
-pb_covers(struct pb *b, const struct nsbox_config *cfg, char ***out)
+/* Whether path is one of the n in v. */
+static bool
+pb_listed(char *const *v, size_t n, const char *path)
 {
-        size_t n = 2;
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(v[i], path))
+                        return true;
+        return false;
+}
+
+/* Directories covered by an empty tmpfs (writable until the binds inside them are made, then
+ * read-only): /home, /root and cfg->cover, parents first, each once. The caller's home is none
+ * of them: its own tmpfs (pb_home) covers it; a mount each saved, which a create pays. */
+static void
+pb_covers(struct pb *b, const struct nsbox_config *cfg, const char *home, char ***out)
+{
+        static const char *const fixed[] = {"/home", "/root"};
+        size_t n = ARRAY_SIZE(fixed);
         char **c;
 
         for (char **s = cfg->cover; s && *s; s++)
                 n++;
         c = xcalloc(n + 1, sizeof(*c));
-        c[0] = xstrdup("/home");
-        c[1] = xstrdup("/root");
-        n = 2;
+        n = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+                if (!pb_listed(c, n, fixed[i]) && (!home || strcmp(home, fixed[i])))
+                        c[n++] = xstrdup(fixed[i]);
         for (char **s = cfg->cover; s && *s; s++)
-                c[n++] = xstrdup(*s);
+                if (!pb_listed(c, n, *s) && (!home || strcmp(home, *s)))
+                        c[n++] = xstrdup(*s);
         qsort(c, n, sizeof(*c), pb_by_length);
         for (size_t i = 0; i < n; i++)
                 pb_tmpfs(b, c[i], "mode=0755,size=1m", true);
@@ -297,7 +311,7 @@ pb_tree(struct pb *b, const struct nsbox_request *req, const struct nsbox_config
         pb_src(b, req->workdir, false); /* source 0: errors name it as the workdir */
         pb_dev(b, cfg->tmpfs_size);
         pb_scratch(b, cfg->tmpfs_size);
-        pb_covers(b, cfg, &covers);
+        pb_covers(b, cfg, home && strcmp(home, "/") ? home : NULL, &covers);
         pb_home(b, b->p, home, cfg);
         op = pb_op(b, NSI_BIND, req->inside ? req->inside : req->workdir, NULL);
         op->src = 0;
@@ -306,10 +320,9 @@ pb_tree(struct pb *b, const struct nsbox_request *req, const struct nsbox_config
                 pb_bind(b, *w, NULL, false, true);
                 pb_rw(b, *w);
         }
-        /* (A cover that is the home itself is the home's tmpfs now: that one stays writable.) */
+        /* (The home is no cover: its tmpfs stays writable.) */
         for (size_t i = 0; covers && covers[i]; i++)
-                if (!home || strcmp(covers[i], home))
-                        pb_op(b, NSI_RDONLY, covers[i], NULL)->optional = 1;
+                pb_op(b, NSI_RDONLY, covers[i], NULL)->optional = 1;
         /* Last: a secret below the workdir or a writable path is hidden there too. */
         for (char **s = cfg->hidden; s && *s; s++) {
                 if ((h = pb_expand(*s, home))) {

@@ -14,7 +14,7 @@
 static char *hidden[] = {"~/.ssh", "/srv/secret", NULL};
 static char *writable[] = {"/var/cache/shared", NULL};
 static char *home_ro[] = {".gitconfig", NULL};
-static char *cover[] = {"/var/lib/sandboxd", "/home/bob", NULL};
+static char *cover[] = {"/var/lib/sandboxd", "/home/bob", "/root", NULL};
 static struct nsbox_config cfg = {hidden, writable, home_ro, "64m", cover};
 static gid_t groups[] = {100, 27};
 
@@ -50,6 +50,17 @@ find_op(const struct nsinit_plan *p, int type, const char *dst)
                 if (p->ops[i].type == type && !strcmp(str(p, p->ops[i].dst), dst))
                         return (int) i;
         return -1;
+}
+
+/* How many ops of type at dst. */
+static int
+count_op(const struct nsinit_plan *p, int type, const char *dst)
+{
+        int n = 0;
+
+        for (uint32_t i = 0; i < p->nops; i++)
+                n += p->ops[i].type == type && !strcmp(str(p, p->ops[i].dst), dst);
+        return n;
 }
 
 static bool
@@ -129,6 +140,7 @@ END_TEST
 START_TEST(test_home_that_is_a_cover_stays_writable)
 {
         struct sbx_error err = {0};
+        char *opts;
         int rc;
         struct nsinit_plan *p = plan_for("/root", NULL, &err, &rc);
 
@@ -136,6 +148,33 @@ START_TEST(test_home_that_is_a_cover_stays_writable)
         ck_assert_int_lt(find_op(p, NSI_RDONLY, "/root"), 0);
         ck_assert_int_ge(find_op(p, NSI_RDONLY, "/home"), 0);
         ck_assert(has_rw(p, "/root"));
+        /* One tmpfs on it, the home's (private to the caller), not a cover under it too. */
+        ck_assert_int_eq(count_op(p, NSI_TMPFS, "/root"), 1);
+        opts = xasprintf("mode=0700,uid=%u,gid=%u,size=64m", p->uid, p->gid);
+        ck_assert_str_eq(str(p, p->ops[find_op(p, NSI_TMPFS, "/root")].data), opts);
+        free(opts);
+}
+END_TEST
+
+START_TEST(test_each_cover_once)
+{
+        struct sbx_error err = {0};
+        int rc;
+        /* /root is both a fixed cover and in the configured list. */
+        struct nsinit_plan *p = plan_for("/home/alice", NULL, &err, &rc);
+
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(count_op(p, NSI_TMPFS, "/root"), 1);
+        ck_assert_int_eq(count_op(p, NSI_RDONLY, "/root"), 1);
+        ck_assert_int_eq(count_op(p, NSI_TMPFS, "/home"), 1);
+        ck_assert_int_eq(count_op(p, NSI_TMPFS, "/home/bob"), 1);
+        ck_assert_int_eq(count_op(p, NSI_RDONLY, "/home/bob"), 1);
+        /* The caller's home is not covered under its own tmpfs. */
+        p = plan_for("/home/bob", NULL, &err, &rc);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(count_op(p, NSI_TMPFS, "/home/bob"), 1);
+        ck_assert_int_eq(count_op(p, NSI_RDONLY, "/home/bob"), 0);
+        ck_assert_int_eq(count_op(p, NSI_RDONLY, "/home"), 1);
 }
 END_TEST
 
@@ -197,6 +236,7 @@ main(void)
         tcase_add_test(tc, test_tree);
         tcase_add_test(tc, test_identity_and_network);
         tcase_add_test(tc, test_home_that_is_a_cover_stays_writable);
+        tcase_add_test(tc, test_each_cover_once);
         tcase_add_test(tc, test_too_large_fails_whole);
         tcase_add_test(tc, test_errors_name_the_step_and_path);
         suite_add_tcase(s, tc);

@@ -386,9 +386,14 @@ drop_caps(void)
 
         if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
                 nsinit_fail(NSI_STEP_CAPS, errno, -1);
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+        /* Capabilities are numbered without gaps: EINVAL is past this kernel's last one. */
+        for (int cap = 0; cap <= 63; cap++) {
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+                        continue;
+                if (errno != EINVAL || cap == 0)
                         nsinit_fail(NSI_STEP_CAPS, errno, cap);
+                break;
+        }
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 nsinit_fail(NSI_STEP_CAPS, errno, -1);
         memset(d, 0, sizeof(d));
