@@ -134,7 +134,7 @@ pb_dev(struct pb *b, const char *size)
         pb_tmpfs(b, "/dev", "mode=0755,size=256k", false);
         for (size_t i = 0; i < ARRAY_SIZE(nsb_dev_nodes); i++) {
                 char *dst = xasprintf("/dev/%s", nsb_dev_nodes[i]);
-                char *src = xasprintf("/old/dev/%s", nsb_dev_nodes[i]);
+                char *src = xasprintf("/dev/%s", nsb_dev_nodes[i]);
                 pb_op(b, NSI_DEV, dst, src);
                 free(dst);
                 free(src);

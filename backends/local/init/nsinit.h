@@ -48,7 +48,7 @@
 enum nsinit_op_type {
         NSI_TMPFS = 1, /* a tmpfs on dst (data: its options) */
         NSI_BIND,      /* bind src (a host path opened as the caller before the pivot) on dst */
-        NSI_DEV,       /* bind the host device node data ("/old/dev/null") on the file dst */
+        NSI_DEV,       /* bind the host device node data ("/dev/null") on the file dst */
         NSI_PROC,      /* a procfs of the sandbox's pid namespace on dst */
         NSI_DEVPTS,    /* a new devpts instance on dst */
         NSI_SYMLINK,   /* dst -> data */

@@ -4,9 +4,9 @@
  * sandboxd-nsbox: a user namespace, its maps from the daemon, the caller's identity there
  * (keeping the namespace's capabilities for the set-up only: every host path is opened with
  * the caller's rights), the other namespaces, hostname and loopback, then the fork of the
- * PID 1, which opens the host paths to bind and builds the tree: a tmpfs as a scratch root,
- * the host's root under it read-only, nosuid and nodev, the plan's steps inside it, pivot,
- * drop the old root; then rlimits and every capability gone for good. The filters of
+ * PID 1, which opens the host paths to bind and builds the tree: a copy of the host's root
+ * made read-only, nosuid and nodev before it is attached, the plan's steps inside it, one
+ * pivot into it, drop the old root; then rlimits and every capability gone for good. The filters of
  * filter.c (no_new_privs, Landlock, seccomp) come last, just before sandboxd-agent runs.
  */
 #include <linux/capability.h>
@@ -33,7 +33,9 @@
 
 #include "backends/local/init/nsinit_int.h"
 
-#define NSI_BASE "/tmp" /* the scratch root's mount point (on the host's root, in our ns) */
+/* Where the new root is attached while it is built: a directory of the host's root, covered
+ * in this mount namespace only. */
+#define NSI_BASE "/tmp"
 
 static int nsi_src_fd[NSINIT_MAX_SRC];
 
@@ -133,8 +135,8 @@ mount_on(int tfd, const char *src, const char *type, unsigned long flags, const 
 {
         char target[40];
 
-        /* The host's procfs, after the first pivot. */
-        nsinit_fd_path("/old/proc/self/fd/", tfd, target);
+        /* The host's procfs: the new root is built before the pivot. */
+        nsinit_fd_path("/proc/self/fd/", tfd, target);
         return mount(src, target, type, flags, data);
 }
 
@@ -191,7 +193,7 @@ op_hide(int root, const char *dst)
                 r = mount_on(tfd, "tmpfs", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
                              "mode=0755,size=4k");
         else
-                r = mount_on(tfd, "/old/dev/null", NULL, MS_BIND, NULL);
+                r = mount_on(tfd, "/dev/null", NULL, MS_BIND, NULL);
         close(tfd);
         return r;
 }
@@ -302,30 +304,34 @@ sources(const struct nsinit_plan *p)
         }
 }
 
-/* A scratch tmpfs as the root with the host's at /old and its read-only copy at /new; returns
- * an O_PATH fd of /new. */
+/* The new root: a copy of the host's whole tree, made read-only, nosuid and nodev while it is
+ * still detached (so it is never writable), then attached at NSI_BASE; an O_PATH fd of it. The
+ * host's root stays ours (its /proc, /dev) until the pivot. */
 static int
 new_root(void)
 {
-        int root;
+        int tree, root;
 
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-            mount("tmpfs", NSI_BASE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0 ||
-            mkdir(NSI_BASE "/new", 0755) < 0 || mkdir(NSI_BASE "/old", 0700) < 0 ||
-            syscall(SYS_pivot_root, NSI_BASE, NSI_BASE "/old") < 0 || chdir("/") < 0 ||
-            mount("/old", "/new", NULL, MS_BIND | MS_REC, NULL) < 0)
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 nsinit_fail(NSI_STEP_ROOT, errno, -1);
-        root = open("/new", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root < 0 || setattr(root, AT_RECURSIVE,
-                                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+        tree = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0 ||
+            setattr(tree, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) <
+                    0 ||
+            move_mount(tree, "", AT_FDCWD, NSI_BASE, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                nsinit_fail(NSI_STEP_ROOT, errno, -1);
+        close(tree);
+        root = open(NSI_BASE, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0)
                 nsinit_fail(NSI_STEP_ROOT, errno, -1);
         return root;
 }
 
+/* Into the new root; the host's goes, with every mount under it. */
 static void
-pivot(void)
+pivot(int root)
 {
-        if (chdir("/new") < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+        if (fchdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
             umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
                 nsinit_fail(NSI_STEP_PIVOT, errno, -1);
 }
@@ -487,11 +493,11 @@ pid1(const struct nsinit_plan *p)
         for (uint32_t i = 0; i < p->nops; i++)
                 if (op_run(p, root, &p->ops[i]) < 0 && !p->ops[i].optional)
                         nsinit_fail(NSI_STEP_OP, errno, (int) i);
-        close(root);
         for (uint32_t i = 0; i < p->nsrc; i++)
                 if (nsi_src_fd[i] >= 0)
                         close(nsi_src_fd[i]);
-        pivot();
+        pivot(root);
+        close(root);
         rlimits(p);
         drop_caps();
 }
