@@ -582,11 +582,14 @@ ax_build_start(struct agent_exec *x, const struct exec_spec *spec, struct sbx_er
         buf_append(b, x->cwd, strlen(x->cwd) + 1);
         buf_append(b, spec->state_path ? spec->state_path : "",
                    spec->state_path ? strlen(spec->state_path) + 1 : 1);
+        if (spec->path)
+                buf_append(b, spec->path, strlen(spec->path) + 1);
         ax_strings(b, spec->argv, &argc);
         ax_strings(b, spec->envp, &envc);
         agent_put32((unsigned char *) b->data,
                     (spec->pty ? AGENT_START_TTY : 0) | (x->has_stdin ? AGENT_START_STDIN : 0) |
-                            (spec->merge_stderr ? AGENT_START_MERGE : 0));
+                            (spec->merge_stderr ? AGENT_START_MERGE : 0) |
+                            (spec->path ? AGENT_START_PATH : 0));
         agent_put16((unsigned char *) b->data + 4, spec->pty_rows);
         agent_put16((unsigned char *) b->data + 6, spec->pty_cols);
         agent_put32((unsigned char *) b->data + 8, argc);
@@ -620,7 +623,9 @@ ax_new(struct agent_session *s, const struct exec_spec *spec, const struct backe
         x->has_stdin = spec->stdin_open || spec->stdin_len > 0;
         x->eof_wanted = !spec->stdin_open;
         x->cwd = xstrdup(spec->cwd ? spec->cwd : "");
-        x->argv0 = xstrdup(spec->argv && spec->argv[0] ? spec->argv[0] : "");
+        x->argv0 = xstrdup(spec->path                    ? spec->path
+                           : spec->argv && spec->argv[0] ? spec->argv[0]
+                                                         : "");
         if (spec->stdin_len)
                 buf_append(&x->in, spec->stdin_data, spec->stdin_len);
         x->in_total = spec->stdin_len;

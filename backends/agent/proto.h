@@ -97,8 +97,9 @@ enum agent_msg {
 };
 
 /* START payload: u32 flags, u16 rows, u16 cols, u32 argc, u32 envc, then NUL-terminated: name,
- * cwd ("" = the agent's), state path ("" = none), argv[argc], env[envc] ("K=V", laid over the
- * agent's own environment, as `docker exec -e` does). A START whose name the agent knows is
+ * cwd ("" = the agent's), state path ("" = none), with AGENT_START_PATH the program's path,
+ * argv[argc], env[envc] ("K=V", laid over the agent's own environment, as `docker exec -e`
+ * does). A START whose name the agent knows is
  * answered like a RESUME from offset 0 (a START re-sent after a lost link). With a state path
  * the agent makes its directory and writes bash's start-up file there (SHELL_BASH_INIT_NAME)
  * when it is missing; after the exit it sends the file's bytes in EXIT and removes it. */
@@ -106,6 +107,10 @@ enum agent_start_flags {
         AGENT_START_TTY = 1u,   /* run on a new pty (stdout only; stdin via the pty) */
         AGENT_START_STDIN = 2u, /* give the child a stdin pipe (else /dev/null) */
         AGENT_START_MERGE = 4u, /* stderr into the stdout stream */
+        /* a path follows the state path: the program executed (argv[0] is then only its name,
+         * as the local backend runs its configured shell); without it argv[0] by PATH. An
+         * agent that does not know the flag refuses the START, never runs something else. */
+        AGENT_START_PATH = 8u,
 };
 
 enum agent_kill_mode {

@@ -212,6 +212,9 @@ send_resume(uint32_t id, const char *name, uint64_t out, uint64_t err)
         send_msg(id, AGENT_RESUME, p, (uint32_t) (16 + strlen(name) + 1));
 }
 
+/* The program's path a START with AGENT_START_PATH carries. */
+static const char *start_path = "/bin/sh";
+
 static void
 send_start(uint32_t id, uint32_t flags, uint16_t rows, uint16_t cols, const char *cwd,
            const char *state, const char *const *argv, const char *const *env)
@@ -235,6 +238,8 @@ send_start(uint32_t id, uint32_t flags, uint16_t rows, uint16_t cols, const char
         buf_append(&b, name, strlen(name) + 1);
         buf_append(&b, cwd, strlen(cwd) + 1);
         buf_append(&b, state, strlen(state) + 1);
+        if (flags & AGENT_START_PATH)
+                buf_append(&b, start_path, strlen(start_path) + 1);
         for (i = 0; i < argc; i++)
                 buf_append(&b, argv[i], strlen(argv[i]) + 1);
         for (i = 0; i < envc; i++)
@@ -1124,6 +1129,28 @@ START_TEST(test_malformed_start)
 }
 END_TEST
 
+/* With a path, that program runs and argv[0] is only its name (not looked up by PATH); a
+ * missing one fails at exec, a relative one is refused. */
+START_TEST(test_exec_path)
+{
+        const char *argv[] = {"check-agent-not-a-program", "-c", "echo \"$0\"", NULL};
+        const char *ok[] = {"true", NULL};
+
+        send_start(1, AGENT_START_PATH, 0, 0, "", "", argv, NULL);
+        ck_assert_str_eq(out_str(wait_exit(1)), "check-agent-not-a-program\n");
+        start_path = "/nonexistent/sh";
+        send_start(2, AGENT_START_PATH, 0, 0, "", "", argv, NULL);
+        wait_exit(2);
+        ck_assert(runs[2].failed && !runs[2].started);
+        ck_assert_uint_eq(runs[2].err, ENOENT);
+        ck_assert_str_eq(runs[2].step, "exec");
+        start_path = "sh";
+        send_start(3, AGENT_START_PATH, 0, 0, "", "", ok, NULL);
+        expect_error_then_recover("START: the program's path is not absolute");
+        start_path = "/bin/sh";
+}
+END_TEST
+
 START_TEST(test_bad_escape)
 {
         static const unsigned char bad[2] = {AGENT_ESC, 0x37};
@@ -1292,6 +1319,7 @@ agent_suite(void)
         tcase_add_test(tc, test_env_overlay);
         tcase_add_test(tc, test_cwd);
         tcase_add_test(tc, test_failed_exec);
+        tcase_add_test(tc, test_exec_path);
         tcase_add_test(tc, test_failed_chdir);
         tcase_add_test(tc, test_window_and_ack);
         tcase_add_test(tc, test_kill_tree);

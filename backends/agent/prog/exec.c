@@ -63,7 +63,7 @@ struct agent_kill {
 struct agent_start {
         uint32_t flags, argc, envc;
         uint16_t rows, cols;
-        const char *name, *cwd, *state;
+        const char *name, *cwd, *state, *path; /* path: NULL, argv[0] by PATH */
         char **argv, **env;
 };
 
@@ -400,7 +400,10 @@ child_run(void *arg)
                 child_fail(c, AGENT_STEP_DUP);
         if (s->cwd[0] && chdir(s->cwd) < 0)
                 child_fail(c, AGENT_STEP_CHDIR);
-        execvpe(s->argv[0], s->argv, c->envp);
+        if (s->path)
+                execve(s->path, s->argv, c->envp);
+        else
+                execvpe(s->argv[0], s->argv, c->envp);
         child_fail(c, AGENT_STEP_EXEC);
 }
 
@@ -591,15 +594,19 @@ parse_start(const unsigned char *p, uint32_t len, struct agent_start *s)
         s->cols = agent_get16(p + 6);
         s->argc = agent_get32(p + 8);
         s->envc = agent_get32(p + 12);
-        if (s->flags & ~(uint32_t) (AGENT_START_TTY | AGENT_START_STDIN | AGENT_START_MERGE))
+        if (s->flags & ~(uint32_t) (AGENT_START_TTY | AGENT_START_STDIN | AGENT_START_MERGE |
+                                    AGENT_START_PATH))
                 return "START: unknown flags";
         if (s->argc == 0 || (uint64_t) s->argc + s->envc + 3 > len - 16)
                 return "START: bad argc/envc";
         s->name = next_str(&cur, end);
         s->cwd = next_str(&cur, end);
         s->state = next_str(&cur, end);
-        if (!s->name || !s->cwd || !s->state)
+        s->path = s->flags & AGENT_START_PATH ? next_str(&cur, end) : NULL;
+        if (!s->name || !s->cwd || !s->state || (s->flags & AGENT_START_PATH && !s->path))
                 return "START: unterminated string";
+        if (s->path && s->path[0] != '/')
+                return "START: the program's path is not absolute";
         if (!agent_name_ok(s->name))
                 return "START: bad exec name";
         s->argv = agent_realloc(NULL, (s->argc + 1) * sizeof(char *));
