@@ -48,6 +48,10 @@ proc_sub_close_cb(struct conn_watch *w)
 
         list_init(&s->watch.node); /* already unlinked by conn */
         proc_sub_free(s);
+        /* A congested client that goes no longer holds the output back (the spool takes it):
+         * else an agent's exec stays paused and its exit, which follows its output, never
+         * comes. */
+        proc_update_pause(p);
         /* At shutdown the daemon goes, not the client: what outlives it is left running. */
         if (fg && p->state == PROC_RUNNING && !(g.stopping && p->persist)) {
                 log_info("exec %s: client disconnected during a foreground exec: killing its "

@@ -40,6 +40,10 @@ class SlowReader(DaemonTest):
         self.assertLess(rss, 64 * 1024, "daemon RSS %d KiB with an unread 1 GiB stream" % rss)
         self.c.call("process.kill", {"exec_id": eid, "grace_ms": 200})
         stuck.close()
+        # The reader that held the output back is gone: the rest goes to the spool and the
+        # exit comes (through an isolated sandbox's agent too, whose exit follows its output).
+        r = self.c.call("process.wait", {"exec_id": eid, "timeout_ms": 60000})
+        self.assertEqual(r["state"], "exited", r)
 
 
 class Shutdown(unittest.TestCase):
