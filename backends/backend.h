@@ -28,6 +28,9 @@
  *   caps & BACKEND_CAP_HOST   commands run on the host as the caller: the policy treats the
  *                             sandbox as host access, the host's shell and state directory
  *                             are used for `command` execs;
+ *   caps & BACKEND_CAP_HOST_FS  commands see the host's file system (an isolated local
+ *                             sandbox: read-only, in its own view): the daemon's `[exec]
+ *                             shell` runs its `command` execs (exec_spec.path), resolved there;
  *   caps & BACKEND_CAP_EXACT_ENV  the exec's environment is the daemon's whole answer;
  *   spec_caps                 the caps of one sandbox, when they depend on its spec (local:
  *                             `isolation: "none"` has BACKEND_CAP_HOST, "namespaces" not);
@@ -264,6 +267,9 @@ enum backend_caps {
          * entries): the daemon hands them over under "sections", their keys' lines as
          * "SUB.key" for validate's reports */
         BACKEND_CAP_SECTIONS = 1u << 2,
+        /* commands see the host's file system (BACKEND_CAP_HOST implies it): the daemon's
+         * [exec] shell runs `command` execs */
+        BACKEND_CAP_HOST_FS = 1u << 3,
 };
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,

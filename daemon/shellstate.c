@@ -23,10 +23,19 @@ static char *shellstate_root;      /* the local state files' tmpfs directory, or
 static char *shellstate_record;    /* <state dir>/shell-tmp: where that directory is */
 static bool shellstate_root_tried; /* it is made on the first local command exec */
 
+/* Whether sb's state files and bash's start-up file are the host's (else inside it). */
 static bool
 shellstate_local(const struct sandbox *sb)
 {
         return (sb->caps & BACKEND_CAP_HOST) != 0;
+}
+
+/* Whether sb's commands run in the configured shell: on the host, or in a sandbox that sees
+ * the host's file system (an isolated local one, where the path resolves in its own view). */
+static bool
+shellstate_own_shell(const struct sandbox *sb)
+{
+        return (sb->caps & (BACKEND_CAP_HOST | BACKEND_CAP_HOST_FS)) != 0;
 }
 
 static char *
@@ -242,17 +251,20 @@ shellstate_argv(struct sandbox *sb, const char *command, const char **state_path
         char *remote_init = NULL;
         char **argv;
 
+        if (shellstate_own_shell(sb)) {
+                x.kind = shell_kind_of(shellstate_shell);
+                x.name = shell_basename(shellstate_shell);
+        }
         if (!shellstate_local(sb)) {
+                /* the backend writes bash's start-up file beside the state file */
                 if (*state_path)
                         x.bash_init = remote_init = shell_bash_init_path(*state_path);
         } else {
-                x.kind = shell_kind_of(shellstate_shell);
                 if (x.kind == SHELL_BASH && !shellstate_bash_init)
                         x.kind = SHELL_SH;
-                x.name = shell_basename(shellstate_shell);
                 x.bash_init = shellstate_bash_init;
         }
-        *path = shellstate_local(sb) ? shellstate_shell : NULL;
+        *path = shellstate_own_shell(sb) ? shellstate_shell : NULL;
         if (x.state_path && shell_stateless(&x, env))
                 x.state_path = *state_path = NULL;
         argv = shell_wrap(&x, env);
@@ -321,7 +333,7 @@ shellstate_apply(struct sandbox *sb, const struct exec_exit *ex, json_t *base, j
                 free(why);
                 return note;
         }
-        if (!shellstate_local(sb))
+        if (!shellstate_own_shell(sb))
                 sb->shell_kind = st.kind;
         if (keep_cwd && st.cwd) {
                 free(sb->cwd);
@@ -365,7 +377,7 @@ shellstate_shell_gone(struct sandbox *sb, const struct sbx_error *err)
 {
         const char *param = json_string_value(json_object_get(err->data, "param"));
 
-        if (shellstate_local(sb) || sb->shell_kind == SHELL_PICK || !param ||
+        if (shellstate_own_shell(sb) || sb->shell_kind == SHELL_PICK || !param ||
             strcmp(param, "argv") != 0)
                 return false;
         sb->shell_kind = SHELL_PICK;

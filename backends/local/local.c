@@ -201,7 +201,8 @@ local_spec_caps(json_t *spec)
         bool asked;
 
         local_isolation(json_object_get(spec, "local"), &iso, &asked, &reason, &hint);
-        return BACKEND_CAP_EXACT_ENV | (iso == LOCAL_NONE ? BACKEND_CAP_HOST : 0);
+        return BACKEND_CAP_EXACT_ENV | BACKEND_CAP_HOST_FS |
+               (iso == LOCAL_NONE ? BACKEND_CAP_HOST : 0);
 }
 
 static void
@@ -578,6 +579,7 @@ struct local_nsexec {
         void *ctx;
         const struct cgroup *cg;
         uint64_t oom_before;
+        bool shell; /* a `command` exec in the configured shell (exec_spec.path) */
 };
 
 static void
@@ -588,6 +590,17 @@ local_ns_output(void *ctx, enum backend_stream s, const char *data, size_t len)
         x->cbs->on_output(x->ctx, s, data, len);
 }
 
+/* The configured shell could not be executed: it must be where the sandbox sees it. */
+static void
+local_ns_shell_hint(const struct sbx_error *in, struct sbx_error *out)
+{
+        sbx_error_set(out, in->code, json_incref(in->data),
+                      "%s: [exec] shell must be a program an isolated sandbox sees (the host's "
+                      "root, read-only; not below /tmp, /var/tmp, /run, a home or [backend."
+                      "local] hidden_paths), or the sandbox must ask for isolation \"none\"",
+                      in->message);
+}
+
 static void
 local_ns_exit(void *ctx, const struct exec_exit *ex)
 {
@@ -595,12 +608,20 @@ local_ns_exit(void *ctx, const struct exec_exit *ex)
         struct exec_exit e = *ex;
         const struct backend_exec_cbs *cbs = x->cbs;
         void *octx = x->ctx;
+        struct sbx_error hinted = {0};
+        const char *param =
+                e.error ? json_string_value(json_object_get(e.error->data, "param")) : NULL;
 
         if (!e.error && !e.lost && x->cg && cgroup_oom_kills(x->cg) > x->oom_before)
                 e.oom_killed = true;
+        if (x->shell && param && !strcmp(param, "argv")) {
+                local_ns_shell_hint(e.error, &hinted);
+                e.error = &hinted;
+        }
         list_del(&x->node);
         free(x);
         cbs->on_exit(octx, &e);
+        sbx_error_clear(&hinted);
 }
 
 static const struct backend_exec_cbs local_ns_cbs = {local_ns_output, local_ns_exit};
@@ -626,7 +647,8 @@ local_exec(struct backend_sandbox *b, const struct exec_spec *spec,
         *x = (struct local_nsexec){.cbs = cbs,
                                    .ctx = ctx,
                                    .cg = b->cg,
-                                   .oom_before = b->cg ? cgroup_oom_kills(b->cg) : 0};
+                                   .oom_before = b->cg ? cgroup_oom_kills(b->cg) : 0,
+                                   .shell = spec->path != NULL};
         list_add_tail(&LIST_ENTRY(b, struct local_sb, b)->execs, &x->node);
         r = agent_exec_start(s, spec, &local_ns_cbs, x, ret, err);
         if (r < 0) {
@@ -665,7 +687,7 @@ local_file_ns(struct backend_sandbox *b, struct local_file_ns *ns)
 
 const struct backend_ops local_backend_ops = {
         .name = "local",
-        .caps = BACKEND_CAP_HOST | BACKEND_CAP_EXACT_ENV,
+        .caps = BACKEND_CAP_HOST | BACKEND_CAP_HOST_FS | BACKEND_CAP_EXACT_ENV,
         .spec_caps = local_spec_caps,
         .init = local_init,
         .validate = local_validate,

@@ -197,10 +197,22 @@ def shq(s):
 
 
 class LocalReference:
-    """Mixin: the reference is the local shell run next to the daemon."""
+    """Mixin: the reference is the local shell run next to the daemon. The sandbox is the
+    default isolation's (namespaces where the kernel allows them): its configured shell and
+    the files the tests share with it live in its workdir, which it sees at the same path
+    whatever its isolation (an isolated one has a /tmp of its own)."""
     shell = "/bin/bash"
     name = "bash"
     bash = True
+    workdir = None  # None: a fresh directory per class
+
+    @classmethod
+    def make_sandbox(cls, c):
+        if cls.workdir is None:
+            cls.workdir = tempfile.mkdtemp(prefix="sbx-shellwd-")
+            cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
+            os.chmod(cls.workdir, 0o755)
+        return c.call("sandbox.create", {"name": "shell", "workdir": cls.workdir})["id"]
 
     def reference(self, command):
         p = subprocess.run([self.name, "-c", command], executable=self.shell,
@@ -217,21 +229,38 @@ class LocalBash(LocalReference, ShellCases, DaemonTest):
         self.assertEqual(r["stderr"], "bash: -c: line 1: syntax error near unexpected token "
                                       "`then'\nbash: -c: line 1: `echo a; if then'\n")
 
+    def bash_env_in(self, sb, path):
+        """Sets BASH_ENV=path in sandbox sb (the policy asks about BASH_ENV, which injects
+        code: this client says yes once); returns what a command then sees of it."""
+        approving = self.daemon.client(on_request=lambda m: {"decision": "once"})
+        approving.call("exec", {"sandbox": sb, "command": "export BASH_ENV=" + path})
+        approving.close()
+        r = self.c.call("exec", {"sandbox": sb,
+                                 "command": 'echo "${SBX_FROM_BASH_ENV-unset} $BASH_ENV"'})
+        self.assertEqual(r["exit_code"], 0, r)
+        self.c.call("exec", {"sandbox": sb, "command": "unset BASH_ENV"})
+        return r["stdout"]
+
     def test_bash_env_of_the_caller_is_read_and_kept(self):
-        f = tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False)
-        f.write("SBX_FROM_BASH_ENV=read\n")
-        f.close()
-        try:
-            # The policy asks about BASH_ENV (it injects code): this client says yes once.
-            approving = self.daemon.client(on_request=lambda m: {"decision": "once"})
-            approving.call("exec", {"sandbox": self.sb, "command": "export BASH_ENV=" + f.name})
-            approving.close()
-            self.assertEqual(self.out('echo "$SBX_FROM_BASH_ENV $BASH_ENV"'),
-                             "read %s\n" % f.name)
-            self.out("unset BASH_ENV")
-            self.assertEqual(self.out('echo "[${SBX_FROM_BASH_ENV-}]"'), "[]\n")
-        finally:
-            os.unlink(f.name)
+        path = os.path.join(self.workdir, "bash-env.sh")
+        with open(path, "w") as f:
+            f.write("SBX_FROM_BASH_ENV=read\n")
+        self.addCleanup(os.unlink, path)
+        self.assertEqual(self.bash_env_in(self.sb, path), "read %s\n" % path)
+        self.assertEqual(self.out('echo "[${SBX_FROM_BASH_ENV-}]"'), "[]\n")
+
+    def test_bash_env_is_read_in_the_sandbox_view(self):
+        """A BASH_ENV is read inside the sandbox, never by the daemon: a host file an isolated
+        sandbox does not see (here in the daemon's state directory, which it hides) is not
+        read there; on the host the caller reads it with their own rights."""
+        secret = os.path.join(self.daemon.state, "bash-env-secret.sh")
+        with open(secret, "w") as f:
+            f.write("SBX_FROM_BASH_ENV=leaked\n")
+        self.addCleanup(os.unlink, secret)
+        iso = self.c.call("sandbox.create", {"local": {"isolation": "namespaces"}})["id"]
+        self.assertEqual(self.bash_env_in(iso, secret), "unset %s\n" % secret)
+        host = self.c.call("sandbox.create", {"local": {"isolation": "none"}})["id"]
+        self.assertEqual(self.bash_env_in(host, secret), "leaked %s\n" % secret)
 
 
 class LocalDash(LocalReference, ShellCases, DaemonTest):
@@ -241,6 +270,8 @@ class LocalDash(LocalReference, ShellCases, DaemonTest):
     config = "[exec]\nshell = /bin/dash\n"
 
 
+# busybox runs as sh when it is called sh: a link in the sandbox's workdir, where an isolated
+# sandbox sees it too (its /tmp is its own).
 BUSYBOX_DIR = tempfile.mkdtemp(prefix="sbx-busybox-")
 atexit.register(shutil.rmtree, BUSYBOX_DIR, True)
 os.chmod(BUSYBOX_DIR, 0o755)
@@ -251,7 +282,19 @@ class LocalBusybox(LocalReference, ShellCases, DaemonTest):
     shell = os.path.join(BUSYBOX_DIR, "sh")
     name = "sh"
     bash = False
+    workdir = BUSYBOX_DIR
     config = "[exec]\nshell = %s\n" % shell
+
+    def test_a_shell_the_isolated_sandbox_cannot_see_is_named(self):
+        """The configured shell runs inside an isolated sandbox, resolved in its view: one
+        below a path it does not see fails with the path and where it must be."""
+        r = self.c.call("sandbox.create", {"local": {"isolation": "namespaces"}})
+        with self.assertRaises(RpcError) as cm:
+            self.c.call("exec", {"sandbox": r["id"], "command": "true"})
+        self.assertEqual(cm.exception.code, -32602, cm.exception.message)
+        self.assertIn(self.shell, cm.exception.message)
+        self.assertIn("[exec] shell must be a program an isolated sandbox sees",
+                      cm.exception.message)
 
 
 class LocalSecondUid(unittest.TestCase):
