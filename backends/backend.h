@@ -31,6 +31,9 @@
  *   caps & BACKEND_CAP_HOST_FS  commands see the host's file system (an isolated local
  *                             sandbox: read-only, in its own view): the daemon's `[exec]
  *                             shell` runs its `command` execs (exec_spec.path), resolved there;
+ *   caps & BACKEND_CAP_ENDS_WITH_DAEMON  the sandbox is recorded (made anew after a restart)
+ *                             but its processes cannot outlive the daemon: at shutdown its
+ *                             execs are ended as host execs are (TERM, kill_grace_ms, KILL);
  *   caps & BACKEND_CAP_EXACT_ENV  the exec's environment is the daemon's whole answer;
  *   spec_caps                 the caps of one sandbox, when they depend on its spec (local:
  *                             `isolation: "none"` has BACKEND_CAP_HOST, "namespaces" not);
@@ -270,6 +273,9 @@ enum backend_caps {
         /* commands see the host's file system (BACKEND_CAP_HOST implies it): the daemon's
          * [exec] shell runs `command` execs */
         BACKEND_CAP_HOST_FS = 1u << 3,
+        /* a recorded sandbox whose processes end with the daemon: at shutdown its execs are
+         * killed (TERM, kill_grace_ms, KILL) rather than left for the next daemon */
+        BACKEND_CAP_ENDS_WITH_DAEMON = 1u << 4,
 };
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,

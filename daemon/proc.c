@@ -94,6 +94,12 @@ proc_live(const struct proc *p)
         return p->state < PROC_EXITED;
 }
 
+bool
+proc_outlives_daemon(const struct proc *p)
+{
+        return p->persist && !(p->sb->caps & BACKEND_CAP_ENDS_WITH_DAEMON);
+}
+
 /* Marks p exited or failed and takes it off the live list. */
 void
 proc_set_ended(struct proc *p, enum proc_state state)
@@ -169,7 +175,8 @@ proc_any_live(struct sandbox *sb)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
                 /* At shutdown (sb NULL) execs that outlive the daemon are left running. */
-                if (proc_live(p) && p->state >= PROC_STARTING && (sb ? p->sb == sb : !p->persist))
+                if (proc_live(p) && p->state >= PROC_STARTING &&
+                    (sb ? p->sb == sb : !proc_outlives_daemon(p)))
                         return true;
         }
         return false;
@@ -214,7 +221,7 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                if (p->state != PROC_RUNNING || (sb ? p->sb != sb : p->persist))
+                if (p->state != PROC_RUNNING || (sb ? p->sb != sb : proc_outlives_daemon(p)))
                         continue;
                 p->bp->ops->kill(p->bp, (unsigned) g.config->kill_grace_ms, NULL, proc_killed_cb);
         }

@@ -53,7 +53,7 @@ proc_sub_close_cb(struct conn_watch *w)
          * comes. */
         proc_update_pause(p);
         /* At shutdown the daemon goes, not the client: what outlives it is left running. */
-        if (fg && p->state == PROC_RUNNING && !(g.stopping && p->persist)) {
+        if (fg && p->state == PROC_RUNNING && !(g.stopping && proc_outlives_daemon(p))) {
                 log_info("exec %s: client disconnected during a foreground exec: killing its "
                          "process tree",
                          p->id);

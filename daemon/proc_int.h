@@ -154,6 +154,9 @@ void proc_timer_close_cb(uv_handle_t *h);
 void proc_forget(struct proc *p);
 /* Whether p has not ended yet. */
 bool proc_live(const struct proc *p);
+/* Whether p is left running at shutdown for the next daemon to take back: recorded, and its
+ * sandbox's processes do not end with the daemon (BACKEND_CAP_ENDS_WITH_DAEMON). */
+bool proc_outlives_daemon(const struct proc *p);
 /* Marks p exited or failed and takes it off the live list. */
 void proc_set_ended(struct proc *p, enum proc_state state);
 /* The process uid calls id (borrowed, may be NULL): its own first, then, for root, anyone's. */

@@ -202,7 +202,7 @@ local_spec_caps(json_t *spec)
 
         local_isolation(json_object_get(spec, "local"), &iso, &asked, &reason, &hint);
         return BACKEND_CAP_EXACT_ENV | BACKEND_CAP_HOST_FS |
-               (iso == LOCAL_NONE ? BACKEND_CAP_HOST : 0);
+               (iso == LOCAL_NONE ? BACKEND_CAP_HOST : BACKEND_CAP_ENDS_WITH_DAEMON);
 }
 
 static void

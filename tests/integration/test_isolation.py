@@ -398,9 +398,11 @@ class Limits(unittest.TestCase):
 
 class Restart(unittest.TestCase):
     """Its processes end with the daemon; a restarted daemon makes the sandbox anew, says so,
-    and keeps the workdir it made."""
+    and keeps the workdir it made. A daemon that stops ends them as it ends host execs (TERM,
+    then SIGKILL after kill_grace_ms) and records how; one that was killed could not, and the
+    next one says they were lost."""
 
-    def test_recreated_after_a_daemon_restart(self):
+    def run_and_restart(self, stop):
         state = tempfile.mkdtemp(prefix="sbxiso-state-")
         self.addCleanup(shutil.rmtree, state, True)
         d = Daemon(state_dir=state)
@@ -414,7 +416,7 @@ class Restart(unittest.TestCase):
             c.call("exec", {"sandbox": sb["id"], "command": "echo kept > f"})
             c.close()
         finally:
-            d.stop()
+            stop(d)
         self.assertEqual(subprocess.run(["pgrep", "-f", "sleep " + secs]).returncode, 1,
                          "a process of the sandbox outlived the daemon")
         d = Daemon(state_dir=state)
@@ -427,10 +429,23 @@ class Restart(unittest.TestCase):
             self.assertEqual(r["stdout"].split()[0], "kept")
             r = c.call("process.wait", {"exec_id": bg["exec_id"], "timeout_ms": 1000})
             self.assertEqual(r["state"], "exited", r)
-            self.assertIn("made anew", r["lost"])
             c.close()
         finally:
             d.stop()
+        return r
+
+    def test_recreated_after_a_daemon_restart(self):
+        r = self.run_and_restart(lambda d: d.stop())
+        self.assertEqual((r["exit_code"], r["signal"]), (None, "SIGTERM"), r)
+        self.assertNotIn("lost", r)
+
+    def test_recreated_after_the_daemon_was_killed(self):
+        def kill(d):
+            d.proc.kill()
+            d.proc.wait()
+            d.stop(expect=-9)
+        r = self.run_and_restart(kill)
+        self.assertIn("made anew", r["lost"])
 
 
 class Unavailable(unittest.TestCase):

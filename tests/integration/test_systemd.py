@@ -711,24 +711,38 @@ class Info(unittest.TestCase):
 
 
 class Shutdown(unittest.TestCase):
-    def test_sigterm_kills_term_ignoring_tree_within_timeout_stop_sec(self):
-        d = Daemon("[exec]\nkill_grace_ms = 500\n")
-        c = d.client()
-        # "$IGN" is empty: the shell and its sleep ignore SIGTERM, only SIGKILL ends them.
-        r = c.call("exec", {"command": 'trap "$IGN" TERM; sleep 300 & echo $$ $!; wait',
-                            "background": True})
+    """SIGTERM ends every running exec as TimeoutStopSec wants: TERM to its tree, SIGKILL
+    after kill_grace_ms, on the host and in an isolated sandbox alike."""
+
+    def start_term_ignoring(self, c, isolation, command):
+        wd = tempfile.mkdtemp(prefix="sbxsd-stop-")
+        self.addCleanup(shutil.rmtree, wd, True)
+        sb = c.call("sandbox.create", {"workdir": wd, "local": {"isolation": isolation}})
+        r = c.call("exec", {"sandbox": sb["id"], "command": command, "background": True})
         deadline = time.monotonic() + 10
         while True:
             data = c.call("process.read", {"exec_id": r["exec_id"]}).get("data", "")
             if data.strip():
-                break
+                return wd, data
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
-        pids = [int(x) for x in data.split()]
+
+    def stop(self, d):
         t0 = time.monotonic()
         d.proc.send_signal(signal.SIGTERM)
         d.stop(expect=0, timeout=30)
-        took = time.monotonic() - t0
+        return time.monotonic() - t0
+
+    def test_sigterm_kills_term_ignoring_tree_within_timeout_stop_sec(self):
+        d = Daemon("[exec]\nkill_grace_ms = 500\n")
+        c = d.client()
+        # On the host: the pids the shell prints are the host's, which the test then reads in
+        # /proc. "$IGN" is empty: the shell and its sleep ignore SIGTERM, only SIGKILL ends
+        # them.
+        _, data = self.start_term_ignoring(c, "none",
+                                           'trap "$IGN" TERM; sleep 300 & echo $$ $!; wait')
+        pids = [int(x) for x in data.split()]
+        took = self.stop(d)
         self.assertLess(took, 30, "TimeoutStopSec=30")
         self.assertGreaterEqual(took, 0.45, "SIGTERM was ignored: SIGKILL after kill_grace_ms")
         c.close()
@@ -739,6 +753,23 @@ class Shutdown(unittest.TestCase):
             except FileNotFoundError:
                 continue
             self.assertEqual(state, "Z", "pid %d survived the daemon" % pid)
+
+    def test_sigterm_ends_an_isolated_tree_term_first(self):
+        d = Daemon("[exec]\nkill_grace_ms = 500\n")
+        c = d.client()
+        secs = harness.uniq_secs(303)
+        # Its pids are the sandbox's own: what it was sent is written to its workdir, and
+        # its sleep is found on the host by its unique duration.
+        wd, _ = self.start_term_ignoring(
+            c, "namespaces", "trap 'echo term >> got-term' TERM; echo started; "
+            "while :; do sleep %s & wait; done" % secs)
+        took = self.stop(d)
+        c.close()
+        self.assertLess(took, 30, "TimeoutStopSec=30")
+        with open(os.path.join(wd, "got-term")) as f:
+            self.assertIn("term", f.read(), "TERM came before SIGKILL")
+        self.assertEqual(subprocess.run(["pgrep", "-f", "sleep " + secs]).returncode, 1,
+                         "a process of the isolated sandbox survived the daemon")
 
 
 # ---- man pages --------------------------------------------------------------------------
