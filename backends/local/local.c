@@ -98,7 +98,7 @@ local_cfg_isolation(json_t *config, enum local_iso *def, bool *fallback, struct 
         const char *iso = json_string_value(json_object_get(config, "isolation"));
         const char *fb = json_string_value(json_object_get(config, "isolation_fallback"));
 
-        *def = LOCAL_NONE; /* not yet "namespaces": docs/backends/local.md */
+        *def = LOCAL_NAMESPACES; /* where unavailable: isolation_fallback, else no */
         if (iso && local_iso_parse(iso, def) < 0) {
                 sbx_error_param(err, "isolation",
                                 "[backend.local] isolation = '%s' is not valid: expected "

@@ -472,10 +472,12 @@ class Unavailable(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.dir, True)
 
     def test_create_fails_with_a_hint(self):
-        d = self.daemon("[backend.local]\nisolation = namespaces\n")
+        d = self.daemon(None)  # the shipped default: namespaces, no fallback
         try:
             c = d.client()
             local = next(b for b in c.call("backend.list")["backends"] if b["name"] == "local")
+            self.assertEqual(local["details"]["isolation"]["default"], "namespaces")
+            self.assertIsNone(local["details"]["isolation"]["fallback"])
             ns = local["details"]["isolation"]["namespaces"]
             self.assertFalse(ns["available"])
             self.assertIn("user namespaces", ns["reason"])
@@ -487,13 +489,15 @@ class Unavailable(unittest.TestCase):
                 self.assertIn("namespaces", cm.exception.message)
                 self.assertIn("hint", cm.exception.data)
             # The default sandbox of an exec is refused the same way.
-            self.assertNotEqual(c.request("exec", {"command": "true"}).get("error"), None)
+            err = c.request("exec", {"command": "true"}).get("error")
+            self.assertEqual(err["code"], -32000, err)
+            self.assertIn("hint", err["data"])
             c.close()
         finally:
             d.stop()
 
     def test_fallback_only_when_the_operator_says_so(self):
-        d = self.daemon("[backend.local]\nisolation = namespaces\nisolation_fallback = none\n")
+        d = self.daemon("[backend.local]\nisolation_fallback = none\n")
         try:
             c = d.client()
             self.assertEqual(c.call("sandbox.create", {"backend": "local"})["isolation"], "none")

@@ -322,9 +322,13 @@ class LocalSecondUid(unittest.TestCase):
                          "bash: line 1: sbx_nobody_no_such: command not found\n")
 
 
+HOST = {"local": {"isolation": "none"}}
+
+
 class LocalStateFiles(unittest.TestCase):
-    """The local backend's state files live on a tmpfs; nothing stays behind, even after a
-    daemon was killed."""
+    """The state files of host sandboxes (isolation "none": this is about the daemon's own
+    directory on the host) live on a tmpfs; nothing stays behind, even after a daemon was
+    killed. An isolated sandbox keeps its state files inside it and makes none on the host."""
 
     def test_directory_removed_at_stop_and_after_a_kill(self):
         from harness import Daemon
@@ -333,8 +337,11 @@ class LocalStateFiles(unittest.TestCase):
         record = os.path.join(state, "shell-tmp")
         d = Daemon(state_dir=state)
         c = d.client()
-        self.assertFalse(os.path.exists(record), "made on the first local command only")
-        c.call("exec", {"command": "cd /tmp"})
+        iso = c.call("sandbox.create", {"local": {"isolation": "namespaces"}})["id"]
+        c.call("exec", {"sandbox": iso, "command": "cd /tmp"})
+        self.assertFalse(os.path.exists(record), "made on the first host command only")
+        host = c.call("sandbox.create", HOST)["id"]
+        c.call("exec", {"sandbox": host, "command": "cd /tmp"})
         with open(record) as f:
             first = f.read()
         self.assertTrue(os.path.isdir(first), first)
@@ -347,7 +354,7 @@ class LocalStateFiles(unittest.TestCase):
         d = Daemon(state_dir=state)
         self.assertFalse(os.path.exists(first), "the next daemon removes it")
         c = d.client()
-        c.call("exec", {"command": "cd /tmp"})
+        c.call("exec", {"sandbox": c.call("sandbox.create", HOST)["id"], "command": "cd /tmp"})
         with open(record) as f:
             second = f.read()
         c.close()
