@@ -125,6 +125,8 @@ struct http_multi {
         uv_loop_t *loop;
         CURLM *multi;
         uv_timer_t timer;
+        uv_idle_t soon; /* a 0 ms timeout: the next loop turn, without blocking in between */
+        int closing;    /* handles whose close callback is still to come */
         int refs;
         int in_curl; /* > 0 while libcurl may call back: cancellations are deferred */
         bool dead;
@@ -229,15 +231,30 @@ http_timer_cb(uv_timer_t *t)
         http_action(m, CURL_SOCKET_TIMEOUT, 0);
 }
 
+static void
+http_soon_cb(uv_idle_t *i)
+{
+        struct http_multi *m = i->data;
+
+        uv_idle_stop(&m->soon);
+        http_action(m, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* libcurl's timeout. 0 ("as soon as possible", e.g. a request just added) runs on the next
+ * loop turn from an idle handle, which makes that turn's poll return at once: a 0 ms uv timer
+ * would run again in the same timer phase (libcurl must not be called from its own timer
+ * callback), and the usual 1 ms instead costs a full millisecond of sleep per request. */
 static int
 http_timer_fn(CURLM *multi, long timeout_ms, void *userp)
 {
         struct http_multi *m = userp;
 
-        if (timeout_ms < 0)
-                uv_timer_stop(&m->timer);
-        else
-                uv_timer_start(&m->timer, http_timer_cb, timeout_ms ? (uint64_t) timeout_ms : 1, 0);
+        uv_timer_stop(&m->timer);
+        uv_idle_stop(&m->soon);
+        if (timeout_ms == 0)
+                uv_idle_start(&m->soon, http_soon_cb);
+        else if (timeout_ms > 0)
+                uv_timer_start(&m->timer, http_timer_cb, (uint64_t) timeout_ms, 0);
         return 0;
 }
 
@@ -405,7 +422,10 @@ http_write_cb(char *data, size_t size, size_t nmemb, void *userp)
 static void
 http_multi_free_cb(uv_handle_t *h)
 {
-        free(h->data);
+        struct http_multi *m = h->data;
+
+        if (--m->closing == 0)
+                free(m);
 }
 
 /* Returns the loop's multi handle, creating it on first use (without libcurl yet). */
@@ -425,6 +445,8 @@ http_multi_acquire(uv_loop_t *loop)
         m->refs = 1;
         uv_timer_init(loop, &m->timer);
         m->timer.data = m;
+        uv_idle_init(loop, &m->soon);
+        m->soon.data = m;
         m->next = http_multis;
         http_multis = m;
         return m;
@@ -486,8 +508,9 @@ http_multi_release(struct http_multi *m)
         /* May call the socket callback (REMOVE) for cached connections: the loop is alive. */
         if (m->multi)
                 curl_multi_cleanup(m->multi);
-        uv_timer_stop(&m->timer);
+        m->closing = 2;
         uv_close((uv_handle_t *) &m->timer, http_multi_free_cb);
+        uv_close((uv_handle_t *) &m->soon, http_multi_free_cb);
 }
 
 static void

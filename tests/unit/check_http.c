@@ -209,6 +209,44 @@ START_TEST(test_get_buffered)
 }
 END_TEST
 
+static void
+due_cb(uv_handle_t *h, void *arg)
+{
+        if (h->type == UV_TIMER && uv_is_active(h))
+                *(uint64_t *) arg += uv_timer_get_due_in((uv_timer_t *) h);
+}
+
+/* What the loop would sleep for in timers before its next turn. */
+static uint64_t
+timers_due(void)
+{
+        uint64_t due = 0;
+
+        uv_walk(&loop, due_cb, &due);
+        return due;
+}
+
+/* A request just added (libcurl's 0 ms timeout) goes out on the next loop turn: the loop does
+ * not sleep a millisecond first, as a 1 ms timer would make it. */
+START_TEST(test_new_request_without_sleep)
+{
+        struct http_multi *m = http_multi_acquire(&loop);
+        struct res x = {0}, y = {0};
+
+        request(m, "GET", "/hello", NULL, &buffered, &x, NULL);
+        ck_assert_uint_eq(timers_due(), 0);
+        run_until(&x.done);
+        ck_assert_int_eq(x.status, 200);
+        request(m, "GET", "/hello", NULL, &buffered, &y, NULL);
+        ck_assert_uint_eq(timers_due(), 0);
+        run_until(&y.done);
+        ck_assert_int_eq(y.status, 200);
+        buf_free(&x.body);
+        buf_free(&y.body);
+        finish(m);
+}
+END_TEST
+
 START_TEST(test_post_echo_and_404)
 {
         struct http_multi *m = http_multi_acquire(&loop);
@@ -487,6 +525,7 @@ http_suite(void)
 
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_get_buffered);
+        tcase_add_test(tc, test_new_request_without_sleep);
         tcase_add_test(tc, test_post_echo_and_404);
         tcase_add_test(tc, test_stream_and_abort);
         tcase_add_test(tc, test_body_limit);
