@@ -328,7 +328,8 @@ ex_ws_end(void *ctx, long status, const char *body, size_t blen, const char *err
         json_decref(res.body);
 }
 
-/* Opens (or reopens) the log's follow stream. */
+/* Opens (or reopens) the log's follow stream: on the connection opened while the command was
+ * posted (ex_post), else on a new one. */
 static void
 ex_follow(struct daytona_proc *p)
 {
@@ -337,8 +338,12 @@ ex_follow(struct daytona_proc *p)
                               "X-Daytona-Source: sandboxd", NULL};
         char *url = daytona_tb_url(p->sb, "/process/session/%s/command/%s/logs?follow=true",
                                    p->session->id, p->cmd_id);
-        int rc = daytona_ws_open(daytona.http, daytona.loop, url, hdrs, &cbs, p, &p->ws);
+        int rc = p->ws ? daytona_ws_upgrade(p->ws, url, hdrs, &cbs, p) : -1;
 
+        if (rc < 0) {
+                daytona_ws_close(p->ws);
+                rc = daytona_ws_open(daytona.http, daytona.loop, url, hdrs, &cbs, p, &p->ws);
+        }
         free(url);
         if (rc < 0) {
                 p->ws = NULL;
@@ -436,6 +441,10 @@ ex_post(struct daytona_proc *p)
         daytona_send(&r, daytona_tb_url(p->sb, "/process/session/%s/exec", p->session->id),
                      ex_posted_cb, p, &p->call);
         json_decref(body);
+        /* The log stream's connection is set up during the POST's round trip, not after it
+         * (TCP, and TLS to a real proxy); a failure here only means a new one later. */
+        if (!p->ws && daytona_ws_preconnect(daytona.http, daytona.loop, p->sb->toolbox, &p->ws) < 0)
+                p->ws = NULL;
 }
 
 /* ---- preparing ---- */

@@ -16,6 +16,7 @@
 
 enum ws_phase {
         WS_CONNECTING,
+        WS_SPARE,     /* connected, no upgrade asked for yet (daytona_ws_preconnect) */
         WS_HANDSHAKE, /* upgrade sent, reading the answer's head */
         WS_REFUSED,   /* a non-101 answer: reading its body */
         WS_OPEN,
@@ -30,8 +31,9 @@ struct daytona_ws {
         bool poll_init, paused;
         int refs;
         enum ws_phase phase;
-        struct daytona_ws_cbs cbs;
+        struct daytona_ws_cbs cbs; /* on_end NULL: a spare, no upgrade asked for yet */
         void *ctx;
+        char *host;      /* "host[:port]" the connection goes to */
         struct buf out;  /* bytes for the connection */
         struct buf in;   /* head, or frame header bytes */
         char accept[29]; /* the Sec-WebSocket-Accept we expect */
@@ -145,6 +147,7 @@ ws_unref(struct daytona_ws *ws)
                 return;
         buf_free(&ws->out);
         buf_free(&ws->in);
+        free(ws->host);
         free(ws);
 }
 
@@ -178,6 +181,8 @@ ws_end(struct daytona_ws *ws, long status, const char *body, size_t blen, const 
         if (ws->phase == WS_ENDED)
                 return;
         ws_shut(ws);
+        if (!ws->cbs.on_end)
+                return; /* a spare: its owner finds it dead at daytona_ws_upgrade */
         ws->cbs.on_end(ws->ctx, status, body, blen, error);
         ws_unref(ws); /* the owner's: the handle is gone for it now */
 }
@@ -423,6 +428,8 @@ ws_input(struct daytona_ws *ws, const char *d, size_t n)
                                "upgrade refused");
         } else if (ws->phase == WS_OPEN) {
                 ws_frames(ws, d, n);
+        } else if (ws->phase == WS_SPARE) {
+                ws_end(ws, 0, NULL, 0, "data before the upgrade"); /* the spare is unusable */
         }
 }
 
@@ -532,7 +539,7 @@ ws_connected_cb(void *ctx, struct http_req *req, const struct http_result *res)
         ws->poll.data = ws;
         ws->poll_init = true;
         ws_ref(ws); /* the poll handle's */
-        ws->phase = WS_HANDSHAKE;
+        ws->phase = ws->cbs.on_end ? WS_HANDSHAKE : WS_SPARE;
         ws->last_rx_ms = util_now_ms();
         ws_update(ws);
         ws_unref(ws);
@@ -548,13 +555,15 @@ ws_split_url(const char *url, char **host, char **target)
                 return -EINVAL;
         p += 3;
         slash = strchr(p, '/');
+        if (slash == p || !*p)
+                return -EINVAL;
         *host = slash ? xstrndup(p, (size_t) (slash - p)) : xstrdup(p);
         *target = xstrdup(slash ? slash : "/");
-        return **host ? 0 : -EINVAL;
+        return 0;
 }
 
 static void
-ws_request(struct daytona_ws *ws, const char *host, const char *target, const char *const *hdr)
+ws_request(struct daytona_ws *ws, const char *target, const char *const *hdr)
 {
         char raw[17], key[32];
         struct buf k = {0};
@@ -567,16 +576,16 @@ ws_request(struct daytona_ws *ws, const char *host, const char *target, const ch
         buf_appendf(&ws->out,
                     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
-                    target, host, key);
+                    target, ws->host, key);
         for (; hdr && *hdr; hdr++)
                 buf_appendf(&ws->out, "%s\r\n", *hdr);
         buf_append(&ws->out, "\r\n", 2);
 }
 
-/* Connects and asks for the upgrade. */
+/* Opens a connection to url's host for a stream asked for later. */
 int
-daytona_ws_open(struct http_multi *m, uv_loop_t *loop, const char *url, const char *const *headers,
-                const struct daytona_ws_cbs *cbs, void *ctx, struct daytona_ws **ret)
+daytona_ws_preconnect(struct http_multi *m, uv_loop_t *loop, const char *url,
+                      struct daytona_ws **ret)
 {
         static const struct http_cbs conn_cbs = {.on_done = ws_connected_cb};
         struct http_req_spec s = {.url = url, .connect_only = true};
@@ -586,14 +595,11 @@ daytona_ws_open(struct http_multi *m, uv_loop_t *loop, const char *url, const ch
 
         if (ws_split_url(url, &host, &target) < 0)
                 return -EINVAL;
+        free(target);
         ws = xcalloc(1, sizeof(*ws));
         ws->loop = loop;
-        ws->cbs = *cbs;
-        ws->ctx = ctx;
+        ws->host = host;
         ws->refs = 2; /* the owner's and the timer's */
-        ws_request(ws, host, target, headers);
-        free(host);
-        free(target);
         uv_timer_init(loop, &ws->timer);
         ws->timer.data = ws;
         rc = http_request(m, &s, &conn_cbs, ws, &ws->conn);
@@ -606,6 +612,44 @@ daytona_ws_open(struct http_multi *m, uv_loop_t *loop, const char *url, const ch
         uv_timer_start(&ws->timer, ws_timer_cb, DAYTONA_WS_PING_MS, DAYTONA_WS_PING_MS);
         *ret = ws;
         return 0;
+}
+
+/* Asks for the upgrade to url on a handle of daytona_ws_preconnect. The request goes out on
+ * a later loop turn, so no callback runs from inside. */
+int
+daytona_ws_upgrade(struct daytona_ws *ws, const char *url, const char *const *headers,
+                   const struct daytona_ws_cbs *cbs, void *ctx)
+{
+        char *host, *target;
+        int rc = -EPIPE;
+
+        if (ws->cbs.on_end || ws_split_url(url, &host, &target) < 0)
+                return -EINVAL;
+        if (ws->phase != WS_ENDED && !strcmp(host, ws->host)) {
+                ws->cbs = *cbs;
+                ws->ctx = ctx;
+                ws_request(ws, target, headers);
+                if (ws->phase == WS_SPARE) {
+                        ws->phase = WS_HANDSHAKE;
+                        uv_poll_start(&ws->poll, UV_READABLE | UV_WRITABLE, ws_poll_cb);
+                }
+                rc = 0;
+        }
+        free(host);
+        free(target);
+        return rc;
+}
+
+/* Connects and asks for the upgrade. */
+int
+daytona_ws_open(struct http_multi *m, uv_loop_t *loop, const char *url, const char *const *headers,
+                const struct daytona_ws_cbs *cbs, void *ctx, struct daytona_ws **ret)
+{
+        int rc = daytona_ws_preconnect(m, loop, url, ret);
+
+        if (rc == 0)
+                rc = daytona_ws_upgrade(*ret, url, headers, cbs, ctx); /* still connecting */
+        return rc;
 }
 
 /* Stops reading. */

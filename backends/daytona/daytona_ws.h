@@ -40,6 +40,16 @@ struct daytona_ws_cbs {
 int daytona_ws_open(struct http_multi *m, uv_loop_t *loop, const char *url,
                     const char *const *headers, const struct daytona_ws_cbs *cbs, void *ctx,
                     struct daytona_ws **ret);
+/* Opens a connection to url's host (as daytona_ws_open) for a stream whose URL is not known
+ * yet, e.g. while the request that names it is in flight: the TCP (and TLS) set-up then
+ * overlaps that request. Nothing is sent and no callback runs until daytona_ws_upgrade. */
+int daytona_ws_preconnect(struct http_multi *m, uv_loop_t *loop, const char *url,
+                          struct daytona_ws **ret);
+/* Asks for the upgrade to url on such a connection, once. 0: as after daytona_ws_open. < 0:
+ * the connection failed or was closed meanwhile, or url is on another host (nothing sent, no
+ * callback; the caller closes it and opens a new one). */
+int daytona_ws_upgrade(struct daytona_ws *ws, const char *url, const char *const *headers,
+                       const struct daytona_ws_cbs *cbs, void *ctx);
 /* Closes the stream; no callback follows. NULL is fine. */
 void daytona_ws_close(struct daytona_ws *ws);
 /* Backpressure: stop / restart reading. */
