@@ -354,6 +354,7 @@ START_TEST(test_cmd_runs_command)
 {
         char *argv[] = {"/bin/sh", "-c",
                         "printf 'out\\nno-nl'; printf 'err\\n' >&2; echo \"$MARK\" >env.txt; "
+                        "[ -z \"${LC_ALL+x}\" ] || echo \"LC_ALL leaked\" >&2; "
                         "pwd >pwd.txt; env | grep -c . >count.txt; exit 3",
                         NULL};
         struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_min};
