@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -338,6 +339,34 @@ class TestFlakyLink(FakeTest):
         self.assertEqual(r["stderr"], "end\n")
         self.assertEqual(len(self.since("GET", r"/logs\?follow=true")), 4)
         self.c.call("sandbox.destroy", {"id": "reset"})
+
+    def test_log_connection_dropped_before_its_upgrade(self):
+        """The log stream's connection is opened while the POST is in flight; a proxy that
+        drops it before it was used costs a new one, nothing of the output."""
+        self.create(name="spare")
+        self.mark()
+        go = threading.Event()
+        held = self.fake.fail("POST", r"/exec$", hold=go)
+        rid = next(self.c.ids)
+        self.c.send({"jsonrpc": "2.0", "id": rid, "method": "exec",
+                     "params": {"sandbox": "spare", "command": "seq 1 3000; echo end >&2"}})
+        try:
+            deadline = time.monotonic() + 30
+            while not (held.held == 1 and self.fake.fresh_connections()):
+                self.assertLess(time.monotonic(), deadline, "no connection made during the POST")
+                time.sleep(0.01)
+            self.assertEqual(self.fake.reset_fresh_connections(), 1)
+        finally:
+            go.set()
+        resp = self.c.wait_response(rid)
+        self.assertIn("result", resp, resp.get("error"))
+        r = resp["result"]
+        self.assertEqual(r["exit_code"], 0)
+        self.assertEqual(r["stdout"], "".join("%d\n" % i for i in range(1, 3001)))
+        self.assertEqual(r["stderr"], "end\n")
+        # The dropped connection never carried a request; the upgrade went on a new one.
+        self.assertEqual(len(self.since("GET", r"/logs\?follow=true")), 1)
+        self.c.call("sandbox.destroy", {"id": "spare"})
 
     def test_rejected_key_is_reported(self):
         self.create(name="auth")

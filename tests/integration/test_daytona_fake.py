@@ -11,6 +11,7 @@ import socket
 import struct
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -237,6 +238,32 @@ class FakeSelfTest(unittest.TestCase):
         self.assertEqual(self.call("POST", t + "/files/permissions?path=%s&mode=0600" %
                                    urllib.parse.quote(path))[0], 200)
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+
+    def test_held_answers_and_fresh_connections(self):
+        go = threading.Event()
+        rule = self.fake.fail("GET", r"/api/api-keys/current$", hold=go)
+        got = []
+        t = threading.Thread(target=lambda: got.append(self.call("GET", "/api/api-keys/current")))
+        t.start()
+        idle = socket.create_connection(("127.0.0.1", self.fake.port), timeout=20)
+        try:
+            deadline = time.monotonic() + 20
+            while rule.held != 1 or len(self.fake.fresh_connections()) != 1:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            self.assertEqual(got, [])  # held: no answer yet
+            # Only the connection that sent nothing is reset, not the one waiting for its answer.
+            self.assertEqual(self.fake.reset_fresh_connections(), 1)
+            try:
+                self.assertEqual(idle.recv(1), b"")
+            except ConnectionResetError:
+                pass
+        finally:
+            go.set()
+            idle.close()
+        t.join(20)
+        self.assertEqual(got[0][0], 200)
+        self.assertEqual((rule.hits, rule.held), (1, 0))
 
     def test_injected_failures(self):
         r = self.fake.fail("GET", r"/api/api-keys/current$", status=429, retry_after=3)

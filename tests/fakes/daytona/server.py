@@ -13,7 +13,9 @@ State changes advance one step per GET of the sandbox (no timers), so tests are 
 
 Failures are injected by the test (FakeDaytona.fail): a status (401, 404, 408, 429 with
 Retry-After, 500, …), a connection reset before or after the request took effect, a reset of
-a log stream after N bytes; and sandbox-level: slow start (start_polls), the error state
+a log stream after N bytes, an answer held back until the test releases it; connections that
+have not sent a request yet can be counted and reset (a proxy dropping idle connections);
+and sandbox-level: slow start (start_polls), the error state
 (create_error), build_failed (build_error), a stop behind sandboxd's back (stop_sandbox).
 """
 import http.server
@@ -124,12 +126,14 @@ class Sandbox:
 
 class Rule:
     def __init__(self, method, path, status, times, retry_after, reset, after, mid,
-                 ws_reset_after, message):
+                 ws_reset_after, message, hold):
         self.method, self.path = method, re.compile(path)
         self.status, self.times, self.retry_after = status, times, retry_after
         self.reset, self.after, self.mid = reset, after, mid
         self.ws_reset_after, self.message = ws_reset_after, message
+        self.hold = hold  # a threading.Event: the request waits for it before it is handled
         self.hits = 0
+        self.held = 0  # requests waiting for hold now
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -148,6 +152,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().setup()
         # Go's servers answer without Nagle's delay; http.server writes head and body apart.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.dispatched = False
+        self.server.fake.track(self, True)
+
+    def finish(self):
+        self.server.fake.track(self, False)
+        try:
+            super().finish()
+        except OSError:
+            pass  # reset by reset_fresh_connections
 
     # ---- plumbing ----
 
@@ -196,6 +209,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _dispatch(self):
         fake = self.server.fake
+        self.dispatched = True
         url = urllib.parse.urlsplit(self.path)
         self.query = urllib.parse.parse_qs(url.query)
         self.req_body = self._body()
@@ -203,6 +217,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         is_api = url.path.startswith("/api/")
         err = self.api_error if is_api else self.tb_error
         rule = fake.match(self.command, url.path)
+        if rule and rule.hold:
+            fake.wait_hold(rule)
         if rule and rule.reset and not rule.after:
             self.reset()
             return
@@ -266,6 +282,7 @@ class FakeDaytona:
         self.sandboxes = {}
         self.rules = []
         self.requests = []
+        self.conns = set()  # live connections (their handlers)
         self.start_polls = 0
         self.create_error = None
         self.build_error = None
@@ -294,14 +311,15 @@ class FakeDaytona:
     # ---- for the tests ----
 
     def fail(self, method, path, status=None, times=1, retry_after=None, reset=False,
-             after=False, mid=False, ws_reset_after=None, message=None):
+             after=False, mid=False, ws_reset_after=None, message=None, hold=None):
         """The next `times` requests matching method and the path regex fail: with status
         (and a Retry-After), or a reset before the request takes effect, after it (after=True:
         the answer is lost), or in the middle of the answer (mid=True: the head and half the
-        body), or for log streams a reset after ws_reset_after bytes. Returns the rule
-        (rule.hits counts the matches)."""
+        body), or for log streams a reset after ws_reset_after bytes; or (hold, an Event) are
+        handled only once the test sets it. Returns the rule (rule.hits counts the matches,
+        rule.held the requests waiting for hold)."""
         r = Rule(method, path, status, times, retry_after, reset, after, mid, ws_reset_after,
-                 message)
+                 message, hold)
         with self.lock:
             self.rules.append(r)
         return r
@@ -314,6 +332,32 @@ class FakeDaytona:
                     r.hits += 1
                     return r
         return None
+
+    def wait_hold(self, rule):
+        with self.lock:
+            rule.held += 1
+        rule.hold.wait()
+        with self.lock:
+            rule.held -= 1
+
+    def track(self, handler, live):
+        with self.lock:
+            (self.conns.add if live else self.conns.discard)(handler)
+
+    def fresh_connections(self):
+        """Connections accepted that have not sent a whole request head yet."""
+        with self.lock:
+            return [h for h in self.conns if not h.dispatched]
+
+    def reset_fresh_connections(self):
+        """Resets those (what a proxy does to idle connections); how many."""
+        fresh = self.fresh_connections()
+        for h in fresh:
+            try:
+                hard_reset(h.connection)
+            except OSError:
+                pass
+        return len(fresh)
 
     def record(self, method, path, headers, body):
         with self.lock:
