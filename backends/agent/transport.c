@@ -40,7 +40,7 @@ struct fdt_write {
         char data[];
 };
 
-static char fdt_slab[256 << 10];
+static char fdt_slab[AGENT_TRANSPORT_READ];
 
 static void
 fdt_unref(struct fdt *t)

@@ -26,6 +26,9 @@
 
 struct agent_transport;
 
+/* The largest read of the fd transports (one shared buffer; also the bench's baseline). */
+#define AGENT_TRANSPORT_READ (256u << 10)
+
 struct agent_transport_cbs {
         void (*on_data)(void *ctx, const char *data, size_t len);
         void (*on_end)(void *ctx, const char *error);
