@@ -702,6 +702,22 @@ START_TEST(test_failed_chdir)
 END_TEST
 
 /* Output stops at the window until acknowledged; every byte arrives once, in order. */
+/* Pumps until exec id exits, acknowledging its stdout as it arrives (acked so far). */
+static void
+pump_acking(uint32_t id, uint64_t acked)
+{
+        struct run *r = &runs[id];
+
+        while (!r->exited) {
+                if (r->out.len > acked) {
+                        acked = r->out.len;
+                        send_ack(id, acked, 0);
+                }
+                pump();
+        }
+        wait_exit(id);
+}
+
 START_TEST(test_window_and_ack)
 {
         const char *argv[] = {"head", "-c", "2097152", "/dev/zero", NULL};
@@ -723,20 +739,45 @@ START_TEST(test_window_and_ack)
         send_start(3, 0, 0, 0, "", "", probe, NULL);
         wait_exit(3);
         ck_assert_uint_eq(r->out.len, 2 * AGENT_OUT_WINDOW);
-        while (!r->exited) {
-                if (r->out.len > acked) {
-                        acked = r->out.len;
-                        send_ack(1, acked, 0);
-                }
-                pump();
-        }
-        wait_exit(1);
+        pump_acking(1, acked);
         ck_assert_uint_eq(r->out.len, 2u << 20);
         ck_assert_uint_le(r->max_chunk, AGENT_OUT_CHUNK);
         for (size_t i = 0; i < r->out.len; i++)
                 if (r->out.data[i] != 0)
                         ck_abort_msg("byte %zu is not zero", i);
         ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+}
+END_TEST
+
+/* Output through a pipe to the daemon that is full most of the time (4 pages): header
+ * writes refused, vmspliced payloads cut short and their rest queued must still make whole
+ * frames, and binary output arrives byte for byte while acknowledgements recycle the spool
+ * memory the pipe took pages of. */
+START_TEST(test_output_through_a_full_pipe)
+{
+        char cmd[PATH_MAX + 64], path[PATH_MAX];
+        const char *argv[] = {"sh", "-c", cmd, NULL};
+        struct run *r = &runs[1];
+        struct buf want = {0};
+        char b[65536];
+        size_t n;
+        FILE *f;
+
+        ck_assert_int_eq(fcntl(ag.out, F_SETPIPE_SZ, 16384), 16384);
+        snprintf(path, sizeof(path), "%s/want", tmpdir);
+        snprintf(cmd, sizeof(cmd), "head -c 3000000 /dev/urandom | tee '%s'", path);
+        send_start(1, 0, 0, 0, "", "", argv, NULL);
+        pump_acking(1, 0);
+        ck_assert_int_eq(WEXITSTATUS(r->status), 0);
+        f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        while ((n = fread(b, 1, sizeof(b), f)) > 0)
+                buf_append(&want, b, n);
+        fclose(f);
+        ck_assert_uint_eq(want.len, 3000000);
+        ck_assert_uint_eq(r->out.len, want.len);
+        ck_assert_msg(memcmp(r->out.data, want.data, want.len) == 0, "output differs");
+        buf_free(&want);
 }
 END_TEST
 
@@ -1322,6 +1363,7 @@ agent_suite(void)
         tcase_add_test(tc, test_exec_path);
         tcase_add_test(tc, test_failed_chdir);
         tcase_add_test(tc, test_window_and_ack);
+        tcase_add_test(tc, test_output_through_a_full_pipe);
         tcase_add_test(tc, test_kill_tree);
         tcase_add_test(tc, test_kill_setsid_grandchild);
         tcase_add_test(tc, test_kill_term_ignored);

@@ -1139,10 +1139,11 @@ START_TEST(test_spool_quota_backpressure)
                         progress = 0;
                 fclose(f);
         }
-        /* What the agent holds (sent or not) is at most its 1 MiB quota and one read; the
-         * child's pipe holds at most a read's worth more: the child is stuck well before the
-         * end, however long it runs. */
-        int most = (int) (((1u << 20) + 2 * (256u << 10)) / 65536) + 2;
+        /* What the agent holds (sent or not) is at most its 1 MiB quota and one read of
+         * 256 KiB; the child's pipe, enlarged to 1 MiB once that much came through it, holds
+         * at most that much more: the child is stuck well before the end (96), however long
+         * it runs. */
+        int most = (int) (((1u << 20) + (256u << 10) + (1u << 20)) / 65536) + 2;
         ck_assert_msg(progress <= most, "the child went on to file %d (> %d): no backpressure",
                       progress, most);
         ck_assert(!r.done);

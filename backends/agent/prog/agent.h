@@ -27,7 +27,9 @@
 #define AGENT_KILL_STEP_MS 50
 #define AGENT_KILL_HARD_MS 2000
 #define AGENT_AUTH_MS      10000 /* a detached agent's connection must authenticate by then */
-#define AGENT_READ_CHUNK   (256u << 10) /* largest read from a child; its pipe's size */
+#define AGENT_READ_CHUNK   (256u << 10) /* largest read from a child; its pipe's first size */
+#define AGENT_PIPE_BULK    (1u << 20)   /* a child's pipe after AGENT_READ_CHUNK of output */
+#define AGENT_SETTLE_US    200          /* after a read emptied a child's pipe, wait this long */
 
 struct agent_buf {
         unsigned char *data;
@@ -57,6 +59,7 @@ int agent_main(int argc, char **argv);
 /* ---- util (main.c) ---- */
 void *agent_realloc(void *p, size_t n);
 int64_t agent_now_ms(void);
+int64_t agent_now_us(void);
 size_t agent_buf_used(const struct agent_buf *b);
 void agent_buf_reserve(struct agent_buf *b, size_t more);
 void agent_buf_free(struct agent_buf *b);
@@ -74,8 +77,10 @@ void agent_send32(uint32_t id, enum agent_msg type, uint32_t v);
  * without a session); agent_send_commit(len) then queues it. */
 unsigned char *agent_send_begin(uint32_t id, enum agent_msg type, size_t len);
 void agent_send_commit(size_t len);
-/* Sends a message whose payload is pre then the iovecs (n bytes in all): written at once when
- * nothing is queued (no copy), the rest queued. 0, or -1 without a session. */
+/* Sends a message whose payload is pre then the iovecs (n bytes in all), which point into
+ * memory left unchanged until the daemon acknowledges it (the spool's): written at once when
+ * nothing is queued, the rest queued; on a pipe the iovecs' pages are vmspliced (no copy).
+ * 0; -1 without a session; 1 when the pipe is full (nothing queued: try after POLLOUT). */
 int agent_send_iov(uint32_t id, enum agent_msg type, const void *pre, size_t prelen,
                    const struct iovec *iov, int niov, size_t n);
 /* Bytes queued for the daemon (0 without a session). */
@@ -117,6 +122,8 @@ void agent_exec_poll(struct pollfd *pfd, void **slots, size_t *n);
 void agent_exec_handle(const struct pollfd *pfd, void *const *slots, size_t n);
 /* Periodic work: drains, exits, output to send, kills; returns the poll timeout. */
 int agent_exec_tick(int timeout, int64_t now);
+/* Microseconds until a settling child's pipe is read again (-1: none settles). */
+int64_t agent_exec_settle_us(int64_t now_us);
 size_t agent_exec_count(void);
 void agent_exec_init(void);
 struct rlimit;

@@ -7,6 +7,7 @@
  * the daemon gave at start (proto.h, "Detached agents"); the connection that does replaces the
  * current one. Execs never depend on a connection: they go on and spool their output. */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <errno.h>
@@ -22,10 +23,12 @@
 struct agent_conn {
         int rfd, wfd; /* stdio: 0 and 1; socket: the same fd twice */
         struct agent_buf in, out;
-        int authed; /* may say HELLO */
-        int hello;  /* a session is on */
-        int desync; /* after an error on stdio: input is ignored up to the next SYNC */
-        int esc;    /* the last input byte was AGENT_ESC */
+        int authed;   /* may say HELLO */
+        int hello;    /* a session is on */
+        int desync;   /* after an error on stdio: input is ignored up to the next SYNC */
+        int esc;      /* the last input byte was AGENT_ESC */
+        int wpipe;    /* wfd is a pipe: output from the spool is vmspliced into it */
+        int wblocked; /* the pipe was full: no output message until POLLOUT */
         unsigned char nonce[AGENT_AUTH_LEN];
         int64_t deadline; /* to authenticate by */
 };
@@ -71,6 +74,8 @@ agent_send32(uint32_t id, enum agent_msg type, uint32_t v)
         agent_send(id, type, p, 4, NULL, 0);
 }
 
+static int conn_flush(struct agent_conn *c);
+
 static size_t pending_hdr; /* offset in cur.out of the header agent_send_begin wrote */
 
 /* Room for a message built in place. */
@@ -113,7 +118,45 @@ queue_rest(const struct iovec *v, int nv, size_t skip)
         }
 }
 
-/* A message from memory it does not own: straight to the fd when the queue is empty. */
+/* Header (and pre) with write, then the payload's pages with vmsplice: the pipe takes
+ * references to the spool's memory instead of a copy. A header of at most 28 bytes goes in
+ * whole or not at all (writes of up to PIPE_BUF bytes are atomic); the payload may go in
+ * part. Returns the bytes of v that went, or -1 when the pipe is full (nothing went). */
+static ssize_t
+send_spliced(const struct iovec *v, int nv)
+{
+        ssize_t w, k;
+
+        do
+                w = write(cur.wfd, v[0].iov_base, v[0].iov_len);
+        while (w < 0 && errno == EINTR);
+        if (w < 0 && errno == EAGAIN)
+                return -1;
+        if (w <= 0)
+                return 0; /* a broken stream: queued, the next flush reports it */
+        do
+                k = vmsplice(cur.wfd, v + 1, (size_t) (nv - 1), SPLICE_F_NONBLOCK);
+        while (k < 0 && errno == EINTR);
+        if (k < 0 && errno != EAGAIN)
+                cur.wpipe = 0; /* a pipe that takes no pages: copy from now on */
+        return w + (k > 0 ? k : 0);
+}
+
+/* The same with one writev: a socket, or a pipe that refused vmsplice. */
+static ssize_t
+send_copied(const struct iovec *v, int nv)
+{
+        ssize_t w;
+
+        do
+                w = writev(cur.wfd, v, nv);
+        while (w < 0 && errno == EINTR);
+        return w > 0 ? w : 0; /* EAGAIN, or a broken stream the next flush reports */
+}
+
+/* A message whose payload is in the spool's memory: straight to the fd when nothing is
+ * queued, the rest queued. On a pipe nothing is copied unless the pipe fills in the middle
+ * of the payload: a full pipe before the message answers 1 (try again after POLLOUT). */
 int
 agent_send_iov(uint32_t id, enum agent_msg type, const void *pre, size_t prelen,
                const struct iovec *iov, int niov, size_t n)
@@ -125,17 +168,24 @@ agent_send_iov(uint32_t id, enum agent_msg type, const void *pre, size_t prelen,
 
         if (!agent_session_on() || prelen > 16 || niov > 6)
                 return -1;
+        if (cur.wpipe && agent_buf_used(&cur.out))
+                conn_flush(&cur); /* a broken stream is the loop's flush to report */
+        if (cur.wpipe && (cur.wblocked || agent_buf_used(&cur.out))) {
+                /* Blocked until POLLOUT, also when the loop's flush empties the queue:
+                 * nothing else would wake the agent to send the rest. */
+                cur.wblocked = 1;
+                return 1;
+        }
         agent_hdr(h, (uint32_t) (prelen + n), id, type);
         memcpy(h + AGENT_HDR_LEN, pre, prelen);
         v[nv++] = (struct iovec){h, AGENT_HDR_LEN + prelen};
         for (int i = 0; i < niov; i++)
                 v[nv++] = iov[i];
-        if (agent_buf_used(&cur.out) == 0) {
-                do
-                        w = writev(cur.wfd, v, nv);
-                while (w < 0 && errno == EINTR);
-                if (w < 0)
-                        w = 0; /* EAGAIN, or a broken stream the next flush reports */
+        if (agent_buf_used(&cur.out) == 0)
+                w = cur.wpipe ? send_spliced(v, nv) : send_copied(v, nv);
+        if (w < 0) {
+                cur.wblocked = 1;
+                return 1;
         }
         queue_rest(v, nv, (size_t) w);
         return 0;
@@ -436,11 +486,14 @@ chan_instance(void)
 void
 agent_chan_init_stdio(void)
 {
+        struct stat st;
+
         chan_instance();
         cur = (struct agent_conn){.rfd = 0, .wfd = 1, .authed = 1};
         agent_set_nonblock(0);
         agent_set_nonblock(1);
         fcntl(1, F_SETPIPE_SZ, 1 << 20); /* when stdout is a pipe: fewer wake-ups; else no-op */
+        cur.wpipe = fstat(1, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 /* Detached: connections come from lfd and must authenticate. */
@@ -482,7 +535,7 @@ poll_conn(struct agent_conn *c, struct pollfd *pfd, size_t *n)
         if (c->rfd < 0)
                 return;
         pfd[(*n)++] = (struct pollfd){.fd = c->rfd, .events = POLLIN};
-        if (agent_buf_used(&c->out))
+        if (agent_buf_used(&c->out) || c->wblocked)
                 pfd[(*n)++] = (struct pollfd){.fd = c->wfd, .events = POLLOUT};
 }
 
@@ -501,6 +554,8 @@ void
 agent_chan_handle(const struct pollfd *pfd, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
+                if (pfd[i].events == POLLOUT && pfd[i].revents && pfd[i].fd == cur.wfd)
+                        cur.wblocked = 0; /* room again (or an error the next write sees) */
                 if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) || pfd[i].events != POLLIN)
                         continue;
                 if (pfd[i].fd == listen_fd)

@@ -27,6 +27,8 @@ struct agent_stream {
         struct agent_spool sp; /* [head, total) */
         uint64_t sent;         /* next offset to send in this session */
         int fd;                /* the child's pipe (pty master), -1 once at EOF */
+        int bulk;              /* the pipe was enlarged to AGENT_PIPE_BULK */
+        int64_t settle_until;  /* us: not read before (0: read when ready) */
 };
 
 struct agent_exec {
@@ -355,6 +357,7 @@ agent_exec_reap(void)
                                 continue;
                         e->reaped = 1;
                         e->status = st;
+                        e->st[0].settle_until = e->st[1].settle_until = 0; /* drain now */
                         e->drain_left = AGENT_DRAIN_MS;
                         e->drain_mark = -1;
                         agent_close(&e->in_fd);
@@ -822,6 +825,24 @@ agent_on_kill(uint32_t id, const unsigned char *p, uint32_t len)
 
 /* ---- children's fds ---- */
 
+/* After a read: one that emptied the pipe of a running child waits AGENT_SETTLE_US before
+ * the next (a child writing 4 KiB at a time then fills the pipe instead of waking the agent
+ * for each write). A stream past AGENT_READ_CHUNK bytes gets a pipe large enough to hold what
+ * such a child writes meanwhile, once; idle execs keep the smaller one. Not for a pty: its
+ * few KiB of buffer would throttle the child, and its reader is a person. */
+static void
+read_settle(const struct agent_exec *e, struct agent_stream *st, size_t n, size_t room)
+{
+        if (e->tty)
+                return;
+        if (!st->bulk && st->sp.total >= AGENT_READ_CHUNK) {
+                fcntl(st->fd, F_SETPIPE_SZ, AGENT_PIPE_BULK); /* best effort */
+                st->bulk = 1;
+        }
+        if (n < room && !e->reaped)
+                st->settle_until = agent_now_us() + AGENT_SETTLE_US;
+}
+
 static void
 read_child(struct agent_exec *e, int s)
 {
@@ -835,13 +856,15 @@ read_child(struct agent_exec *e, int s)
                 return;
         /* Straight into the spool's memory when it has room, else through chunk. */
         dst = agent_spool_tail(&st->sp, &room);
-        n = read(st->fd, dst ? dst : chunk, dst ? room : sizeof(chunk));
+        room = dst ? room : sizeof(chunk);
+        n = read(st->fd, dst ? dst : chunk, room);
         if (n > 0) {
                 /* A failing spool file stops reading (backpressure), it never drops bytes. */
                 if (dst)
                         agent_spool_commit(&st->sp, (size_t) n);
                 else if (agent_spool_append(&st->sp, chunk, (size_t) n) < 0)
                         agent_chan_error("cannot write the output spool: out of space");
+                read_settle(e, st, (size_t) n, room);
                 return;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -886,6 +909,8 @@ static size_t slot_cap;
 void
 agent_exec_poll(struct pollfd *pfd, void **slots, size_t *n)
 {
+        int64_t now = agent_now_us();
+
         if (slot_cap < 3 * nexecs) {
                 slot_cap = 3 * nexecs * 2;
                 slot_store = agent_realloc(slot_store, slot_cap * sizeof(*slot_store));
@@ -894,8 +919,8 @@ agent_exec_poll(struct pollfd *pfd, void **slots, size_t *n)
                 struct agent_exec *e = execs[i];
                 for (int s = 0; s < 3; s++) {
                         int fd = s < 2 ? e->st[s].fd : e->in_fd;
-                        int want =
-                                s < 2 ? exec_can_read(e) : agent_buf_used(&e->inq) > 0 || e->in_eof;
+                        int want = s < 2 ? exec_can_read(e) && e->st[s].settle_until <= now
+                                         : agent_buf_used(&e->inq) > 0 || e->in_eof;
                         if (fd < 0 || !want)
                                 continue;
                         slot_store[k] = (struct agent_slot){e, s};
@@ -921,6 +946,23 @@ agent_exec_handle(const struct pollfd *pfd, void *const *slots, size_t n)
 }
 
 /* ---- periodic work ---- */
+
+/* Microseconds until the first settling pipe may be read, or -1. */
+int64_t
+agent_exec_settle_us(int64_t now_us)
+{
+        int64_t best = -1;
+
+        for (size_t i = 0; i < nexecs; i++)
+                for (int s = 0; s < 2; s++) {
+                        const struct agent_stream *st = &execs[i]->st[s];
+                        int64_t left = st->settle_until - now_us;
+                        if (st->fd < 0 || left <= 0 || !exec_can_read(execs[i]))
+                                continue; /* a pipe settled is polled as any other */
+                        best = best < 0 || left < best ? left : best;
+                }
+        return best;
+}
 
 static int
 min_timeout(int timeout, int64_t at, int64_t now)
@@ -974,8 +1016,8 @@ pump_output(struct agent_exec *e)
                         agent_put64(off, st->sent);
                         if (niov >= 0) { /* from memory: no copy when the stream has room */
                                 if (agent_send_iov(e->id, s ? AGENT_STDERR : AGENT_STDOUT, off, 8,
-                                                   iov, niov, n) < 0)
-                                        return;
+                                                   iov, niov, n) != 0)
+                                        return; /* no session, or a full pipe */
                                 st->sent += n;
                                 continue;
                         }

@@ -62,10 +62,17 @@ agent_realloc(void *p, size_t n)
 int64_t
 agent_now_ms(void)
 {
+        return agent_now_us() / 1000;
+}
+
+/* Monotonic us. */
+int64_t
+agent_now_us(void)
+{
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Bytes held. */
@@ -321,6 +328,22 @@ static struct pollfd *pfd;
 static void **slots;
 static size_t pfd_cap;
 
+/* poll() for at most timeout ms (-1: no limit), or less when a child's pipe settles. */
+static int
+wait_events(struct pollfd *fds, size_t n, int timeout)
+{
+        int64_t us = agent_exec_settle_us(agent_now_us());
+        struct timespec ts;
+
+        if (us < 0 || (timeout >= 0 && (int64_t) timeout * 1000 < us))
+                us = timeout < 0 ? -1 : (int64_t) timeout * 1000;
+        if (us < 0)
+                return ppoll(fds, n, NULL, NULL);
+        ts.tv_sec = us / 1000000;
+        ts.tv_nsec = us % 1000000 * 1000;
+        return ppoll(fds, n, &ts, NULL);
+}
+
 static void __attribute__((noreturn)) run(void)
 {
         for (;;) {
@@ -345,7 +368,7 @@ static void __attribute__((noreturn)) run(void)
                 agent_exec_poll(pfd, slots, &n);
                 if (agent_opts.socket && timeout < 0)
                         timeout = 60000; /* re-check the linger */
-                if (poll(pfd, nchan + (n - nchan), timeout) < 0) {
+                if (wait_events(pfd, n, timeout) < 0) {
                         if (errno != EINTR)
                                 _exit(1);
                         continue;
