@@ -55,6 +55,7 @@ struct ssh_conn {
         int refs; /* the owner's, one per open handle or pending request, the busy ones */
         enum conn_state state;
         bool owner_gone, in_pump, close_pending, poll_init, stepping, step_again;
+        bool connect_called; /* libssh has taken the socket over */
         uv_getaddrinfo_t gai;
         struct addrinfo *ai, *next_ai;
         struct conn_attempt *attempt;
@@ -537,22 +538,30 @@ conn_end_chans(struct ssh_conn *c, const char *why)
         }
 }
 
-/* Frees libssh's side; the fd goes with the session (or alone before there was one). */
+/* Frees libssh's side and closes the socket. libssh 0.10 never closes a socket given with
+ * SSH_OPTIONS_FD on ssh_disconnect (and forgets it there, so ssh_free does not either); it
+ * closes it itself only after a socket error, and then ssh_get_fd says -1. Left open, every
+ * connection would keep a descriptor, and a socketpair to a jump host would never tell its
+ * other end (client.c, socket.c). */
 static void
 conn_free_ssh(struct ssh_conn *c)
 {
+        int fd = c->fd;
+
         if (c->ev) {
                 ssh_event_remove_session(c->ev, c->s);
                 ssh_event_free(c->ev);
                 c->ev = NULL;
         }
         if (c->s) {
+                if (c->connect_called)
+                        fd = ssh_get_fd(c->s); /* -1: libssh closed it */
                 ssh_disconnect(c->s);
                 ssh_free(c->s);
                 c->s = NULL;
-        } else if (c->fd >= 0) {
-                close(c->fd);
         }
+        if (fd >= 0)
+                close(fd);
         c->fd = -1;
 }
 
@@ -661,6 +670,7 @@ conn_handshake_step(struct ssh_conn *c)
 
         switch (c->state) {
         case CS_HANDSHAKE:
+                c->connect_called = true;
                 rc = ssh_connect(c->s);
                 if (rc == SSH_AGAIN)
                         return false;

@@ -30,6 +30,7 @@ static const struct {
         SYM(get_error, ssh_get_error),
         SYM(get_poll_flags, ssh_get_poll_flags),
         SYM(is_connected, ssh_is_connected),
+        SYM(get_fd, ssh_get_fd),
         SYM(get_openssh_version, ssh_get_openssh_version),
         SYM(get_server_publickey, ssh_get_server_publickey),
         SYM(get_publickey_hash, ssh_get_publickey_hash),

@@ -26,6 +26,7 @@ struct ssh_dl {
         __typeof__(ssh_get_error) *get_error;
         __typeof__(ssh_get_poll_flags) *get_poll_flags;
         __typeof__(ssh_is_connected) *is_connected;
+        __typeof__(ssh_get_fd) *get_fd;
         __typeof__(ssh_get_openssh_version) *get_openssh_version;
         __typeof__(ssh_get_server_publickey) *get_server_publickey;
         __typeof__(ssh_get_publickey_hash) *get_publickey_hash;
@@ -85,6 +86,7 @@ int ssh_dl_load(const char **why);
 #define ssh_get_error                    (*ssh_dl.get_error)
 #define ssh_get_poll_flags               (*ssh_dl.get_poll_flags)
 #define ssh_is_connected                 (*ssh_dl.is_connected)
+#define ssh_get_fd                       (*ssh_dl.get_fd)
 #define ssh_get_openssh_version          (*ssh_dl.get_openssh_version)
 #define ssh_get_server_publickey         (*ssh_dl.get_server_publickey)
 #define ssh_get_publickey_hash           (*ssh_dl.get_publickey_hash)

@@ -88,6 +88,34 @@ def remote_pids(env, marker):
     return [l.split()[0] for l in r.stdout.splitlines() if marker in l and "ps -eo" not in l]
 
 
+def daemon_sockets(d):
+    """How many sockets the daemon holds open (a connection left open is one more each time)."""
+    n = 0
+    for f in os.listdir("/proc/%d/fd" % d.proc.pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (d.proc.pid, f)).startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+def cycles_leave_no_socket(test, host, n=3):
+    """Creates, uses and destroys n sandboxes on host: the daemon's sockets are as many after
+    the last as after the first (the first may open what stays, e.g. a resolver's)."""
+    c = test.daemon.client()
+    counts = []
+    for i in range(n):
+        name = "cyc%d" % i
+        c.call("sandbox.create", {"backend": "ssh", "name": name, "ssh": {"host": host}},
+               timeout=60)
+        test.assertEqual(c.call("exec", {"sandbox": name, "argv": ["echo", "x"]})["stdout"],
+                         "x\n")
+        c.call("sandbox.destroy", {"id": name}, timeout=60)
+        counts.append(daemon_sockets(test.daemon))
+    c.close()
+    test.assertEqual(counts[-1], counts[0], counts)
+
+
 class SshClass(unittest.TestCase):
     """One sshd (with sshd_extra), a relay and one daemon with entries() for the class."""
 
@@ -229,6 +257,9 @@ class SshSandbox(SshClass):
         k = self.c.call("process.kill", {"exec_id": bg, "grace_ms": 300}, timeout=30)
         self.assertEqual((k["killed"], k["survivors"]), (True, 0))
         self.assertEqual(remote_pids(self.env, secs), [])
+
+    def test_destroy_leaves_no_socket(self):
+        cycles_leave_no_socket(self, "box")
 
     def test_100_concurrent_execs(self):
         rids = [start_exec(self.c, {"sandbox": "main", "argv": ["echo", "n%d" % i]})
