@@ -588,9 +588,9 @@ destroy_done_cb(void *ctx, int code, const char *out, size_t len, const struct s
                                   : len ? out
                                         : "it failed",
                                   sshb.linger_s);
+        ssh_link_drop(d->sb); /* closed before the answer: nothing of it outlives that */
         d->cb(d->ctx, err.code ? &err : NULL);
         sbx_error_clear(&err);
-        ssh_link_drop(d->sb);
         ssh_sandbox_unref(d->sb);
         free(d);
 }
