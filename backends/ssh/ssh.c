@@ -14,6 +14,7 @@
 #include "backends/agent/transport.h"
 #include "backends/remote_file.h"
 #include "backends/ssh/ssh_int.h"
+#include "backends/ssh/ssh_jump.h"
 #include "protocol/sha256.h"
 
 struct ssh_state sshb;
@@ -31,6 +32,8 @@ ssh_sandbox_unref(struct backend_sandbox *sb)
 {
         char **strs[] = {&sb->id,
                          &sb->key_label,
+                         &sb->jump_key_label,
+                         &sb->jump_fingerprint,
                          &sb->kh_label,
                          &sb->where,
                          &sb->fingerprint,
@@ -53,8 +56,11 @@ ssh_sandbox_unref(struct backend_sandbox *sb)
                 return;
         list_del(&sb->link);
         ssh_conn_close(sb->conn);
+        ssh_jump_close(sb->jump);
         if (sb->key)
                 ssh_key_free(sb->key);
+        if (sb->jump_key)
+                ssh_key_free(sb->jump_key);
         ssh_host_clear(&sb->h);
         buf_free(&sb->kh);
         buf_free(&sb->lost);

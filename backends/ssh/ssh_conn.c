@@ -54,7 +54,8 @@ struct ssh_conn {
         void *ctx;
         int refs; /* the owner's, one per open handle or pending request, the busy ones */
         enum conn_state state;
-        bool owner_gone, in_pump, close_pending, poll_init, stepping, step_again;
+        bool owner_gone, in_pump, poll_init, stepping, step_again;
+        char *pending_why;   /* an end asked for inside libssh's callbacks (conn_pump ends it) */
         bool connect_called; /* libssh has taken the socket over */
         uv_getaddrinfo_t gai;
         struct addrinfo *ai, *next_ai;
@@ -84,7 +85,8 @@ struct ssh_chan {
         struct ssh_channel_callbacks_struct lcb; /* libssh keeps a pointer: it lives here */
         struct buf out;
         bool owner_gone, eof_wanted, eof_sent, resize_pending, remote_closed, paused, drain;
-        bool denied; /* the server refused to open it */
+        bool denied;          /* the server refused to open it */
+        unsigned open_reason; /* SSH_MSG_CHANNEL_OPEN_FAILURE's reason code, or 0 */
         int exit_status;
         char *exit_signal;
 };
@@ -112,6 +114,7 @@ conn_unref(struct ssh_conn *c)
         free(c->key_label);
         free(c->hostkeys);
         free(c->tcp_error);
+        free(c->pending_why);
         free(c);
 }
 
@@ -167,6 +170,7 @@ chan_end(struct ssh_chan *ch, const char *error, bool refused)
                 .signal = ch->exit_signal,
                 .error = error,
                 .refused = refused,
+                .open_reason = ch->open_reason,
         };
         bool tell = !ch->owner_gone && ch->state != CH_DONE;
 
@@ -227,7 +231,7 @@ ssh_chan_open(struct ssh_conn *c, const struct ssh_chan_spec *spec, const struct
         struct ssh_chan *ch;
         ssh_channel l;
 
-        if (!ssh_conn_up(c) || c->close_pending || !(l = ssh_channel_new(c->s)))
+        if (!ssh_conn_up(c) || c->pending_why || !(l = ssh_channel_new(c->s)))
                 return NULL;
         ch = xcalloc(1, sizeof(*ch));
         ch->c = c;
@@ -370,6 +374,10 @@ chan_flush(struct ssh_chan *ch)
                 if (w == 0)
                         break;
                 buf_consume(&ch->out, (size_t) w);
+                if (ch->cbs->on_drain && !ch->owner_gone)
+                        ch->cbs->on_drain(ch->ctx, ch->out.len);
+                if (ch->state != CH_OPEN || ch->owner_gone)
+                        return;
         }
         if (!ch->out.len && ch->eof_wanted && !ch->eof_sent) {
                 ch->eof_sent = true;
@@ -408,6 +416,21 @@ chan_next_state(const struct ssh_chan *ch)
         return CH_OPEN;
 }
 
+/* The reason code of a refused open, from libssh 0.10's "Channel opening failure: channel N
+ * error (CODE) TEXT" (channels.c), or 0. */
+static unsigned
+chan_open_reason(const char *error)
+{
+        const char *p = error ? strstr(error, "error (") : NULL;
+        unsigned long code;
+        char *end;
+
+        if (!p)
+                return 0;
+        code = strtoul(p + 7, &end, 10);
+        return *end == ')' && code < 256 ? (unsigned) code : 0;
+}
+
 /* Moves the channel on as far as it goes without waiting. */
 static void
 chan_step(struct ssh_chan *ch)
@@ -428,6 +451,8 @@ chan_step(struct ssh_chan *ch)
                         why = xasprintf("the server refused to %s: %s", what[ch->state],
                                         ssh_get_error(ch->c->s));
                         ch->denied = ch->state == CH_OPENING;
+                        if (ch->denied)
+                                ch->open_reason = chan_open_reason(ssh_get_error(ch->c->s));
                         chan_end(ch, why, ch->denied);
                         free(why);
                         return;
@@ -722,9 +747,10 @@ conn_pump(struct ssh_conn *c)
         for (int i = 0; i < CONN_PUMP_ROUNDS && rc == SSH_OK; i++)
                 rc = ssh_event_dopoll(c->ev, 0);
         c->in_pump = false;
-        if (c->close_pending) {
-                c->close_pending = false;
-                conn_die(c, xstrdup("the connection was closed"));
+        if (c->pending_why) {
+                char *why = c->pending_why;
+                c->pending_why = NULL;
+                conn_die(c, why);
         } else if (rc == SSH_ERROR || !ssh_is_connected(c->s)) {
                 conn_die(c, xasprintf("the connection to %s:%u was lost: %s", c->host, c->port,
                                       ssh_get_error(c->s)));
@@ -957,6 +983,18 @@ ssh_conn_open(uv_loop_t *loop, const struct ssh_conn_config *cfg, const struct s
         return c;
 }
 
+/* Ends c with why (stolen), now or, inside libssh's callbacks, once libssh has returned. */
+static void
+conn_end(struct ssh_conn *c, char *why)
+{
+        if (c->in_pump && !c->pending_why)
+                c->pending_why = why;
+        else if (c->in_pump)
+                free(why);
+        else
+                conn_die(c, why);
+}
+
 /* The owner lets go. */
 void
 ssh_conn_close(struct ssh_conn *c)
@@ -964,10 +1002,16 @@ ssh_conn_close(struct ssh_conn *c)
         if (!c)
                 return;
         c->owner_gone = true;
-        if (c->in_pump)
-                c->close_pending = true; /* conn_pump ends it once libssh has returned */
-        else
-                conn_die(c, xstrdup("the connection was closed"));
+        conn_end(c, xstrdup("the connection was closed"));
+        conn_unref(c);
+}
+
+/* Ends it as lost. */
+void
+ssh_conn_fail(struct ssh_conn *c, const char *why)
+{
+        conn_ref(c);
+        conn_end(c, xstrdup(why));
         conn_unref(c);
 }
 

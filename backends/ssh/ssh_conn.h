@@ -66,6 +66,10 @@ struct ssh_conn *ssh_conn_open(uv_loop_t *loop, const struct ssh_conn_config *cf
 /* The owner lets go: the connection is torn down (its channels hear on_close) and no owner
  * callback follows. */
 void ssh_conn_close(struct ssh_conn *c);
+/* Ends the connection as lost with why (copied), as a dead socket would: channels hear it,
+ * then the owner (on_down, or on_ready before it was up). For a link it rides on (a jump
+ * host's) that died. */
+void ssh_conn_fail(struct ssh_conn *c, const char *why);
 /* Whether it is authenticated and alive. */
 bool ssh_conn_up(const struct ssh_conn *c);
 /* "OpenSSH_9.2p1 …"-style server banner version, or 0 when not OpenSSH. */
@@ -89,11 +93,20 @@ struct ssh_chan_spec {
 
 /* How a channel ended. */
 struct ssh_chan_end {
-        bool opened;        /* it was open (on_open came); else error says why not */
-        int exit_status;    /* EXEC: -1 when the server sent none */
-        const char *signal; /* EXEC: "TERM", "KILL", … when it died of a signal, else NULL */
-        const char *error;  /* the channel or the connection failed; NULL: a clean close */
-        bool refused;       /* the server refused to open it (administratively prohibited…) */
+        bool opened;          /* it was open (on_open came); else error says why not */
+        int exit_status;      /* EXEC: -1 when the server sent none */
+        const char *signal;   /* EXEC: "TERM", "KILL", … when it died of a signal, else NULL */
+        const char *error;    /* the channel or the connection failed; NULL: a clean close */
+        bool refused;         /* the server refused to open it (administratively prohibited…) */
+        unsigned open_reason; /* refused: the reason code (RFC 4254 5.1), 0 when unknown */
+};
+
+/* RFC 4254 5.1 reason codes of a refused channel. */
+enum {
+        SSH_OPEN_PROHIBITED = 1, /* OpenSSH: AllowTcpForwarding no, PermitOpen, restrict */
+        SSH_OPEN_CONNECT_FAILED = 2,
+        SSH_OPEN_UNKNOWN_TYPE = 3,
+        SSH_OPEN_RESOURCE_SHORTAGE = 4,
 };
 
 struct ssh_chan_cbs {
@@ -101,6 +114,8 @@ struct ssh_chan_cbs {
         /* Bytes of stream 0 (stdout, or the stream) or 1 (stderr), borrowed for the call. */
         void (*on_data)(void *ctx, int stream, const char *data, size_t len);
         void (*on_eof)(void *ctx); /* the server sent EOF; may be NULL */
+        /* libssh took queued bytes; queued are left. May be NULL. */
+        void (*on_drain)(void *ctx, size_t queued);
         /* The last call, exactly once unless ssh_chan_close came first. */
         void (*on_close)(void *ctx, const struct ssh_chan_end *end);
 };

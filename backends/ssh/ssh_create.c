@@ -66,6 +66,11 @@ ssh_details(const struct backend_sandbox *sb)
                               "host_key_policy", sb->h.accept_new ? "accept-new" : "strict",
                               "runtime_dir", sb->rt);
 
+        if (sb->h.jump) {
+                json_object_set_new(d, "jump_host", json_string(sb->h.jump));
+                if (sb->jump_fingerprint)
+                        json_object_set_new(d, "jump_host_key", json_string(sb->jump_fingerprint));
+        }
         if (sb->plain) {
                 json_object_set_new(d, "exec", json_string("plain exec channels"));
                 json_object_set_new(d, "note", json_string(sb->plain_note));
@@ -470,8 +475,10 @@ static void
 create_where(struct backend_sandbox *sb)
 {
         free(sb->where);
-        sb->where = sb->h.name ? xasprintf("on host '%s' (%s@%s:%u)", sb->h.name, sb->h.user,
-                                           sb->h.host, sb->h.port)
+        sb->where = sb->h.name ? xasprintf("on host '%s' (%s@%s:%u%s%s%s)", sb->h.name, sb->h.user,
+                                           sb->h.host, sb->h.port,
+                                           sb->h.jump ? " through jump host '" : "",
+                                           sb->h.jump ? sb->h.jump : "", sb->h.jump ? "'" : "")
                                : xasprintf("on %s@%s:%u", sb->h.user, sb->h.host, sb->h.port);
 }
 

@@ -41,6 +41,9 @@ ssh_host_clear(struct ssh_host *h)
         free(h->known_hosts);
         free(h->remote_dir);
         free(h->jump);
+        if (h->via)
+                ssh_host_clear(h->via);
+        free(h->via);
         memset(h, 0, sizeof(*h));
 }
 
@@ -212,7 +215,7 @@ ssh_entry_names(void)
         return b.len ? b.data : xstrdup("none");
 }
 
-/* The entry called name. */
+/* The entry called name, and its jump host's (one hop: the configuration has no chains). */
 int
 ssh_host_entry(const char *name, struct ssh_host *h, struct sbx_error *err)
 {
@@ -226,7 +229,21 @@ ssh_host_entry(const char *name, struct ssh_host *h, struct sbx_error *err)
                 free(names);
                 return -ENOENT;
         }
-        return ssh_host_from_entry(name, entry, h, err);
+        if (ssh_host_from_entry(name, entry, h, err) < 0)
+                return -EINVAL;
+        if (!h->jump)
+                return 0;
+        h->via = xcalloc(1, sizeof(*h->via));
+        entry = json_object_get(sshb.hosts, h->jump);
+        if (entry && ssh_host_from_entry(h->jump, entry, h->via, err) == 0 && !h->via->jump)
+                return 0;
+        if (!err->code)
+                sbx_error_backend(err, SSH_BACKEND,
+                                  "host entry '%s': its jump_host '%s' is not a host entry "
+                                  "without a jump host of its own",
+                                  name, h->jump);
+        ssh_host_clear(h);
+        return -EINVAL;
 }
 
 /* A request may pick an entry and make its policy stricter, nothing else. */
@@ -371,6 +388,37 @@ ssh_host_resolve(json_t *sec, const struct backend_identity *owner, struct ssh_h
         return ssh_client_request(sec, host, owner, h, err);
 }
 
+/* h's jump_host names another entry of sections that has none itself: one hop, so no loop
+ * and no chain (each hop would be one more connection to keep and to resume). */
+static int
+ssh_check_jump(json_t *sections, const struct ssh_host *h, struct sbx_error *err)
+{
+        json_t *via = h->jump ? json_object_get(sections, h->jump) : NULL;
+        const char *next = json_string_value(json_object_get(via, "jump_host"));
+        char *want;
+        int r;
+
+        if (!h->jump)
+                return 0;
+        if (!strcmp(h->jump, h->name))
+                want = xasprintf("'%s' is this entry itself", h->jump);
+        else if (!via)
+                want = xasprintf("no host entry [backend.ssh.%s]: name another entry, whose "
+                                 "host, port, user, identity_file and known_hosts reach the "
+                                 "jump host",
+                                 h->jump);
+        else if (next && *next)
+                want = xasprintf("'%s' has a jump_host of its own ('%s'): chains of jump hosts "
+                                 "are not supported; point jump_host at the last hop, reachable "
+                                 "directly",
+                                 h->jump, next);
+        else
+                return 0;
+        r = ssh_bad(err, h->name, "jump_host", want);
+        free(want);
+        return r;
+}
+
 /* Checks the configuration. */
 int
 ssh_host_check_config(json_t *config, struct sbx_error *err)
@@ -396,16 +444,10 @@ ssh_host_check_config(json_t *config, struct sbx_error *err)
                                 return -EINVAL;
                         }
                 }
-                if (ssh_host_from_entry(name, entry, &h, err) < 0)
-                        return -EINVAL;
-                /* Refused rather than ignored: a connection that skipped the jump host would
-                 * go by another network path than the operator asked for. */
-                if (h.jump) {
+                if (ssh_host_from_entry(name, entry, &h, err) < 0 ||
+                    ssh_check_jump(json_object_get(config, "sections"), &h, err) < 0) {
                         ssh_host_clear(&h);
-                        return ssh_bad(err, name, "jump_host",
-                                       "jump hosts are not supported in this version of "
-                                       "sandboxd; remove jump_host and make the host reachable "
-                                       "directly (e.g. a forwarded port as host and port)");
+                        return -EINVAL;
                 }
                 ssh_host_clear(&h);
         }

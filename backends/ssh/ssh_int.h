@@ -4,6 +4,7 @@
  *   ssh_host.c    host entries and request sections -> struct ssh_host, who may use which
  *   ssh_dl.c      libssh through dlopen
  *   ssh_conn.c    one non-blocking connection and its channels
+ *   ssh_jump.c    a stream to a host through a jump host's direct-tcpip channel
  *   ssh_hostkey.c known_hosts checks on bytes
  *   ssh_link.c    a sandbox's connection (credentials, host key policy, reconnects) and its
  *                 agent session over a channel
@@ -48,7 +49,8 @@ struct ssh_host {
         bool client;    /* files are read as the sandbox's owner */
         bool agent_off; /* always plain exec channels */
         char *remote_dir;
-        char *jump; /* the entry name of a jump host, or NULL */
+        char *jump;           /* the entry name of a jump host, or NULL */
+        struct ssh_host *via; /* that entry (entries only: one hop, no jump of its own) */
 };
 
 struct ssh_state {
@@ -70,6 +72,7 @@ struct ssh_state {
 extern struct ssh_state sshb;
 
 struct ssh_create;
+struct ssh_jump;
 
 struct backend_sandbox {
         struct list link; /* in sshb.sandboxes */
@@ -83,7 +86,11 @@ struct backend_sandbox {
         char *kh_label;
         char *where; /* "on HOST" for messages */
         struct ssh_conn *conn;
-        bool conn_fresh; /* up and not yet used by the agent session */
+        struct ssh_jump *jump; /* the way to conn's host through h.via, or NULL */
+        ssh_key jump_key;      /* h.via's key */
+        char *jump_key_label;
+        char *jump_fingerprint; /* of h.via's host key last accepted */
+        bool conn_fresh;        /* up and not yet used by the agent session */
         struct list waiters;
         char *fingerprint; /* of the host key last accepted */
         /* the remote side, from the probe */

@@ -20,6 +20,7 @@
 #include "backends/caller_file.h"
 #include "backends/ssh/ssh_hostkey.h"
 #include "backends/ssh/ssh_int.h"
+#include "backends/ssh/ssh_jump.h"
 
 struct ssh_waiter {
         struct list link;
@@ -36,23 +37,21 @@ link_auth_refuse_cb(const char *prompt, char *buf, size_t len, int echo, int ver
         return -1;
 }
 
-/* Imports the private key text into sb->key; NULL or why not (new). */
+/* Imports the private key text into *out (labelled label); NULL or why not (new). */
 static char *
-link_import_key(struct backend_sandbox *sb, const char *text)
+link_import_key(const char *label, const char *text, ssh_key *out)
 {
         bool asked = false;
 
-        if (ssh_pki_import_privkey_base64(text, NULL, link_auth_refuse_cb, &asked, &sb->key) ==
-                    SSH_OK &&
-            sb->key)
+        if (ssh_pki_import_privkey_base64(text, NULL, link_auth_refuse_cb, &asked, out) == SSH_OK &&
+            *out)
                 return NULL;
-        sb->key = NULL;
+        *out = NULL;
         if (asked)
                 return xasprintf("%s is protected by a passphrase: sandboxd takes no passwords; "
                                  "use a key without one (readable only by its owner)",
-                                 sb->key_label);
-        return xasprintf("%s is not a private key libssh can read (OpenSSH or PEM format)",
-                         sb->key_label);
+                                 label);
+        return xasprintf("%s is not a private key libssh can read (OpenSSH or PEM format)", label);
 }
 
 /* A daemon-owned file (operator configuration, the daemon's state), read by the daemon; a
@@ -107,7 +106,8 @@ link_key_cb(void *ctx, const char *data, size_t len, const char *error, int miss
 {
         struct link_cred *lc = ctx;
         struct backend_sandbox *sb = lc->sb;
-        char *why = data ? link_import_key(sb, data) : xasprintf("identity_file: %s", error);
+        char *why = data ? link_import_key(sb->key_label, data, &sb->key)
+                         : xasprintf("identity_file: %s", error);
 
         if (why || !sb->h.client) {
                 link_cred_done(lc, why);
@@ -125,13 +125,48 @@ link_key_cb(void *ctx, const char *data, size_t len, const char *error, int miss
                          link_kh_cb);
 }
 
+/* A host entry's key, read by the daemon (the operator's file) into *out: NULL or why not
+ * (new). */
+static char *
+link_own_key(const struct ssh_host *h, const char *label, ssh_key *out)
+{
+        struct buf key = {0};
+        int r = link_read_own(h->identity_file, SSH_KEY_MAX, &key);
+        char *why;
+
+        buf_append(&key, "", 1);
+        if (r < 0 || key.len == 1)
+                why = xasprintf("host entry '%s': cannot read identity_file %s: %s", h->name,
+                                h->identity_file, r < 0 ? strerror(-r) : "no such file");
+        else
+                why = link_import_key(label, key.data, out);
+        explicit_bzero(key.data, key.len);
+        buf_free(&key);
+        return why;
+}
+
+/* An entry's key, and its jump host's: NULL or why not (new). */
+static char *
+link_own_keys(struct backend_sandbox *sb)
+{
+        char *why = link_own_key(&sb->h, sb->key_label, &sb->key);
+
+        if (why || !sb->h.via)
+                return why;
+        free(sb->jump_key_label);
+        sb->jump_key_label = xasprintf("identity_file %s of jump host '%s'",
+                                       sb->h.via->identity_file, sb->h.jump);
+        if (sb->jump_key)
+                ssh_key_free(sb->jump_key);
+        sb->jump_key = NULL;
+        return link_own_key(sb->h.via, sb->jump_key_label, &sb->jump_key);
+}
+
 /* Reads the key (and a client host's known_hosts). */
 void
 ssh_link_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
 {
         struct link_cred *lc = xcalloc(1, sizeof(*lc));
-        struct buf key = {0};
-        int r;
 
         lc->sb = sb;
         ssh_sandbox_ref(sb);
@@ -145,16 +180,7 @@ ssh_link_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb
                                  sshb.file_timeout_ms, lc, link_key_cb);
                 return;
         }
-        r = link_read_own(sb->h.identity_file, SSH_KEY_MAX, &key);
-        buf_append(&key, "", 1);
-        if (r < 0 || key.len == 1)
-                link_cred_done(lc, xasprintf("host entry '%s': cannot read identity_file %s: %s",
-                                             sb->h.name, sb->h.identity_file,
-                                             r < 0 ? strerror(-r) : "no such file"));
-        else
-                link_key_cb(lc, key.data, key.len - 1, NULL, 0);
-        explicit_bzero(key.data, key.len);
-        buf_free(&key);
+        link_cred_done(lc, link_own_keys(sb));
 }
 
 /* ---- host keys ---- */
@@ -162,14 +188,15 @@ ssh_link_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb
 /* Where accept-new records a key: the entry's known_hosts, the backend's, or (a client's own
  * host) the backend's file for that uid (KNOWN_HOSTS.d/UID), never a client's file. New. */
 static char *
-link_record_file(const struct backend_sandbox *sb)
+link_record_file(const struct backend_sandbox *sb, const struct ssh_host *h)
 {
-        if (sb->h.client)
+        if (h->client)
                 return xasprintf("%s.d/%u", sshb.known_hosts, (unsigned) sb->who.uid);
-        return xstrdup(sb->h.known_hosts ? sb->h.known_hosts : sshb.known_hosts);
+        return xstrdup(h->known_hosts ? h->known_hosts : sshb.known_hosts);
 }
 
-/* The known_hosts texts that vouch for sb's host (sources point into bufs). */
+/* The known_hosts texts that vouch for h, sb's host or its jump host (sources point into
+ * bufs). */
 struct link_known {
         struct buf own;
         char *own_label;
@@ -178,13 +205,13 @@ struct link_known {
 };
 
 static void
-link_known_load(const struct backend_sandbox *sb, struct link_known *k)
+link_known_load(const struct backend_sandbox *sb, const struct ssh_host *h, struct link_known *k)
 {
         memset(k, 0, sizeof(*k));
-        k->own_label = link_record_file(sb);
+        k->own_label = link_record_file(sb, h);
         link_read_own(k->own_label, SSH_KH_MAX, &k->own);
         k->src[k->n++] = (struct ssh_hk_source){k->own_label, k->own.data, k->own.len};
-        if (sb->h.client)
+        if (h->client)
                 k->src[k->n++] = (struct ssh_hk_source){sb->kh_label, sb->kh.data, sb->kh.len};
 }
 
@@ -196,12 +223,13 @@ link_known_clear(struct link_known *k)
 }
 
 static char *
-link_unknown(struct backend_sandbox *sb, const char *name, ssh_key key, struct link_known *k)
+link_unknown(const struct ssh_host *h, const char *name, ssh_key key, const char *fp,
+             struct link_known *k)
 {
         char *line = ssh_hostkey_line(name, key), *why;
         int r;
 
-        if (sb->h.accept_new && line) {
+        if (h->accept_new && line) {
                 r = ssh_hostkey_record(k->own_label, line);
                 why = r < 0 ? xasprintf("cannot record the new host key of %s in %s: %s", name,
                                         k->own_label, strerror(-r))
@@ -212,40 +240,57 @@ link_unknown(struct backend_sandbox *sb, const char *name, ssh_key key, struct l
         why = xasprintf("the host key of %s is not known (%s %s). Check the fingerprint with the "
                         "host's administrator, then add this line to %s: %s — or use "
                         "host_key_policy = accept-new to trust a host the first time",
-                        name, ssh_key_type_to_char(ssh_key_type(key)), sb->fingerprint,
-                        k->own_label, line ? line : "?");
+                        name, ssh_key_type_to_char(ssh_key_type(key)), fp, k->own_label,
+                        line ? line : "?");
         free(line);
         return why;
 }
 
-/* check_hostkey: the key against the sources under the host's policy. */
+/* The key of h (sb's host or its jump host) against its sources under its policy; *fp gets
+ * the key's fingerprint. NULL or why not (new). */
 static char *
-link_check_hostkey(void *ctx, ssh_key key)
+link_judge_key(struct backend_sandbox *sb, const struct ssh_host *h, ssh_key key, char **fp)
 {
-        struct backend_sandbox *sb = ctx;
-        char *name = ssh_hostkey_name(sb->h.host, sb->h.port), *where = NULL, *why = NULL;
+        char *name = ssh_hostkey_name(h->host, h->port), *where = NULL, *why = NULL;
         struct link_known k;
         enum ssh_hk_verdict v;
 
-        link_known_load(sb, &k);
-        free(sb->fingerprint);
-        sb->fingerprint = ssh_hostkey_fingerprint(key);
+        link_known_load(sb, h, &k);
+        free(*fp);
+        *fp = ssh_hostkey_fingerprint(key);
         v = ssh_hostkey_check(name, key, k.src, k.n, &where);
         if (v == SSH_HK_UNKNOWN)
-                why = link_unknown(sb, name, key, &k);
+                why = link_unknown(h, name, key, *fp, &k);
         else if (v == SSH_HK_CHANGED)
                 why = xasprintf("THE HOST KEY OF %s HAS CHANGED: the server offers %s %s, but %s. "
                                 "Someone may be intercepting the connection, or the host was "
                                 "reinstalled: check with its administrator, then remove the old "
                                 "line; sandboxd refuses the connection meanwhile",
-                                name, ssh_key_type_to_char(ssh_key_type(key)), sb->fingerprint,
-                                where);
+                                name, ssh_key_type_to_char(ssh_key_type(key)), *fp, where);
         else if (v == SSH_HK_REVOKED)
                 why = xasprintf("the host key of %s is revoked (%s): refused", name, where);
         free(where);
         free(name);
         link_known_clear(&k);
         return why;
+}
+
+/* check_hostkey of sb's host. */
+static char *
+link_check_hostkey(void *ctx, ssh_key key)
+{
+        struct backend_sandbox *sb = ctx;
+
+        return link_judge_key(sb, &sb->h, key, &sb->fingerprint);
+}
+
+/* check_hostkey of its jump host. */
+static char *
+link_check_jump_hostkey(void *ctx, ssh_key key)
+{
+        struct backend_sandbox *sb = ctx;
+
+        return link_judge_key(sb, sb->h.via, key, &sb->jump_fingerprint);
 }
 
 /* ---- the connection ---- */
@@ -263,6 +308,20 @@ link_wake(struct backend_sandbox *sb, struct ssh_conn *c, const char *error)
         ssh_sandbox_unref(sb);
 }
 
+/* Closes sb's connection, then the jump host's under it: the first closes its socket, and
+ * nothing waits for the other side of either. */
+static void
+link_close(struct backend_sandbox *sb)
+{
+        struct ssh_conn *c = sb->conn;
+        struct ssh_jump *j = sb->jump;
+
+        sb->conn = NULL;
+        sb->jump = NULL;
+        ssh_conn_close(c);
+        ssh_jump_close(j);
+}
+
 static void
 link_ready_cb(void *ctx, struct ssh_conn *c, const char *error)
 {
@@ -270,10 +329,8 @@ link_ready_cb(void *ctx, struct ssh_conn *c, const char *error)
 
         ssh_sandbox_ref(sb);
         if (error) {
-                if (sb->conn == c) {
-                        sb->conn = NULL;
-                        ssh_conn_close(c);
-                }
+                if (sb->conn == c)
+                        link_close(sb);
                 link_wake(sb, NULL, error);
         } else {
                 sb->conn_fresh = true;
@@ -290,10 +347,8 @@ link_down_cb(void *ctx, struct ssh_conn *c, const char *why)
 {
         struct backend_sandbox *sb = ctx;
 
-        if (sb->conn == c) {
-                sb->conn = NULL;
-                ssh_conn_close(c);
-        }
+        if (sb->conn == c)
+                link_close(sb);
 }
 
 static const struct ssh_conn_cbs link_conn_cbs = {
@@ -302,32 +357,98 @@ static const struct ssh_conn_cbs link_conn_cbs = {
         .on_down = link_down_cb,
 };
 
+/* How to connect to h (sb's host or its jump host); *algs (new) is in cfg. */
 static void
-link_dial(struct backend_sandbox *sb)
+link_conn_config(const struct backend_sandbox *sb, const struct ssh_host *h, ssh_key key,
+                 const char *key_label, struct ssh_conn_config *cfg, char **algs)
 {
-        char *name = ssh_hostkey_name(sb->h.host, sb->h.port);
+        char *name = ssh_hostkey_name(h->host, h->port);
         struct link_known k;
-        struct ssh_conn_config cfg = {
-                .host = sb->h.host,
-                .port = sb->h.port,
-                .user = sb->h.user,
-                .key = sb->key,
-                .key_label = sb->key_label,
+
+        link_known_load(sb, h, &k);
+        *algs = ssh_hostkey_algorithms(name, k.src, k.n);
+        *cfg = (struct ssh_conn_config){
+                .host = h->host,
+                .port = h->port,
+                .user = h->user,
+                .key = key,
+                .key_label = key_label,
+                .hostkeys = *algs,
                 .connect_timeout_ms = sshb.connect_ms,
                 .user_timeout_ms = sshb.link_timeout_ms,
                 .fd = -1,
         };
+        free(name);
+        link_known_clear(&k);
+}
+
+/* sb's connection: over its own TCP connection (fd -1), or over fd, a jump host's stream. */
+static void
+link_dial_target(struct backend_sandbox *sb, int fd)
+{
+        struct ssh_conn_config cfg;
         char *algs;
 
-        link_known_load(sb, &k);
-        algs = ssh_hostkey_algorithms(name, k.src, k.n);
-        cfg.hostkeys = algs;
+        link_conn_config(sb, &sb->h, sb->key, sb->key_label, &cfg, &algs);
+        cfg.fd = fd;
         ssh_sandbox_ref(sb); /* until on_ready */
         sb->conn_fresh = false;
         sb->conn = ssh_conn_open(sshb.loop, &cfg, &link_conn_cbs, sb);
         free(algs);
-        free(name);
-        link_known_clear(&k);
+}
+
+static void
+link_jump_stream_cb(void *ctx, int fd, const char *error)
+{
+        struct backend_sandbox *sb = ctx;
+
+        if (!error) {
+                link_dial_target(sb, fd);
+                return;
+        }
+        ssh_sandbox_ref(sb);
+        link_close(sb);
+        link_wake(sb, NULL, error);
+        ssh_sandbox_unref(sb);
+}
+
+/* The jump leg is gone: the connection over it is lost with the reason (its on_down or
+ * on_ready closes the jump too). */
+static void
+link_jump_down_cb(void *ctx, const char *why)
+{
+        struct backend_sandbox *sb = ctx;
+
+        if (sb->conn)
+                ssh_conn_fail(sb->conn, why);
+        else
+                link_close(sb);
+}
+
+static const struct ssh_jump_cbs link_jump_cbs = {
+        .check_hostkey = link_check_jump_hostkey,
+        .on_stream = link_jump_stream_cb,
+        .on_down = link_jump_down_cb,
+};
+
+/* A new connection to sb's host, through its jump host if it has one. */
+static void
+link_dial(struct backend_sandbox *sb)
+{
+        struct ssh_jump_config jc = {.name = sb->h.jump,
+                                     .host = sb->h.host,
+                                     .port = sb->h.port,
+                                     .open_timeout_ms = sshb.connect_ms};
+        char *algs;
+
+        if (!sb->h.via) {
+                link_dial_target(sb, -1);
+                return;
+        }
+        link_conn_config(sb, sb->h.via, sb->jump_key, sb->jump_key_label, &jc.conn, &algs);
+        sb->conn_fresh = false;
+        sb->jump = ssh_jump_open(sshb.loop, &jc, &link_jump_cbs, sb);
+        free(algs);
 }
 
 /* An authenticated connection. */
@@ -340,7 +461,7 @@ ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
                 cb(ctx, sb->conn, NULL);
                 return;
         }
-        if (!sb->key) {
+        if (!sb->key || (sb->h.via && !sb->jump_key)) {
                 cb(ctx, NULL, "no credentials for the host (the sandbox is not set up)");
                 return;
         }
@@ -348,7 +469,7 @@ ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
         w->ctx = ctx;
         w->cb = cb;
         list_add_tail(&sb->waiters, &w->link);
-        if (!sb->conn)
+        if (!sb->conn && !sb->jump)
                 link_dial(sb);
 }
 
@@ -356,11 +477,8 @@ ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
 void
 ssh_link_drop(struct backend_sandbox *sb)
 {
-        struct ssh_conn *c = sb->conn;
-
-        sb->conn = NULL;
         sb->conn_fresh = false;
-        ssh_conn_close(c); /* a dial in progress tells its waiters through on_ready: no */
+        link_close(sb); /* a dial in progress tells its waiters nothing: they hear it here */
         link_wake(sb, NULL, "the connection was dropped");
 }
 

@@ -57,6 +57,43 @@ class SshEnv:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class JumpEnv(SshEnv):
+    """The sshd reached two ways: as entry "jump" through relay (the daemon to the jump host:
+    the jump leg), and as entry "far" through relay2 (the jump host to the target: the target
+    leg), whose jump_host is "jump". The daemon never connects to relay2 itself."""
+
+    def __init__(self, sshd_extra="", sshd_env=None):
+        super().__init__(sshd_extra, sshd_env)
+        self.relay2 = Relay(self.sshd.port)
+
+    def trust(self):
+        super().trust()
+        with open(self.known_hosts, "a") as f:
+            f.write(self.sshd.known_hosts_line(self.relay2.port))
+
+    def far(self, name="far", jump="jump", extra=""):
+        return entry(name, self.relay2.port, self.sshd.user_key,
+                     "jump_host = %s\n%s" % (jump, extra))
+
+    def entries(self):
+        return self.box("jump") + self.far()
+
+    def stop(self):
+        self.relay2.stop()
+        super().stop()
+
+
+class ThroughJump:
+    """Mixin for an SshClass: its sandboxes on entry "far" of a JumpEnv."""
+
+    env_class = JumpEnv
+    host = "far"
+
+    @classmethod
+    def entries(cls):
+        return cls.env.entries()
+
+
 def wait_for(c, pred, what, timeout=30):
     """Reads messages until pred(c) holds (notifications are kept in c.notifications)."""
     deadline = time.monotonic() + timeout
@@ -121,6 +158,7 @@ class SshClass(unittest.TestCase):
     """One sshd (with sshd_extra), a relay and one daemon with entries() for the class."""
 
     sshd_extra = ""
+    env_class = SshEnv
 
     @classmethod
     def entries(cls):
@@ -128,7 +166,7 @@ class SshClass(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.env = SshEnv(cls.sshd_extra)
+        cls.env = cls.env_class(cls.sshd_extra)
         cls.env.trust()
         try:
             cls.daemon = Daemon(cls.env.config(cls.entries()))
@@ -147,13 +185,15 @@ class SshClass(unittest.TestCase):
 class SshSandbox(SshClass):
     """Sandbox "main" on host entry "box" via the relay, for the whole class."""
 
+    host = "box"
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         try:
             c = cls.daemon.client()
             cls.sb = c.call("sandbox.create", {"backend": "ssh", "name": "main",
-                                               "ssh": {"host": "box"}}, timeout=60)
+                                               "ssh": {"host": cls.host}}, timeout=60)
             c.close()
         except BaseException:
             cls.tearDownClass()
@@ -181,7 +221,7 @@ class SshSandbox(SshClass):
     def test_created_with_the_agent(self):
         d = self.sb["details"]
         self.assertEqual((d["exec"], d["link"], d["host_entry"]),
-                         ("sandboxd-agent", "direct-streamlocal", "box"))
+                         ("sandboxd-agent", "direct-streamlocal", self.host))
         self.assertTrue(d["host_key"].startswith("SHA256:"), d)
         self.assertEqual((d["remote_os"], d["remote_arch"]), ("Linux", "x86_64"))
         self.assertTrue(d["agent"].startswith(self.env.remote + "/"), d)
@@ -260,7 +300,7 @@ class SshSandbox(SshClass):
         self.assertEqual(remote_pids(self.env, secs), [])
 
     def test_destroy_leaves_no_socket(self):
-        cycles_leave_no_socket(self, "box")
+        cycles_leave_no_socket(self, self.host)
 
     def test_100_concurrent_execs(self):
         rids = [start_exec(self.c, {"sandbox": "main", "argv": ["echo", "n%d" % i]})
@@ -270,14 +310,30 @@ class SshSandbox(SshClass):
             self.assertEqual(resp["result"]["stdout"], "n%d\n" % i, resp)
 
 
+class SshJumpSandbox(ThroughJump, SshSandbox):
+    """Every test of SshSandbox again, through a jump host: streams, stdin, pty, timeouts, a
+    binary file both ways, 100 concurrent execs, nothing left open after a destroy."""
+
+    def test_destroy_leaves_no_socket(self):
+        super().test_destroy_leaves_no_socket()
+        # The jump legs of the destroyed sandboxes are closed too (the relay saw them end);
+        # the one left is the class's sandbox's.
+        deadline = time.monotonic() + 20
+        while len(self.env.relay.pairs) > 1:
+            self.assertLess(time.monotonic(), deadline, "jump legs left open")
+            time.sleep(0.05)
+
+
 class SshLinks(SshClass):
     """Links that die under a running exec: nothing is lost."""
+
+    host = "box"
 
     def setUp(self):
         self.c = self.daemon.client()
         self.name = self.id().rsplit(".", 1)[1][:40]
         self.sb = self.c.call("sandbox.create", {"backend": "ssh", "name": self.name,
-                                                 "ssh": {"host": "box"}}, timeout=60)
+                                                 "ssh": {"host": self.host}}, timeout=60)
 
     def tearDown(self):
         self.c.call("sandbox.destroy", {"id": self.name}, timeout=60)
@@ -334,6 +390,162 @@ class SshBridge(SshLinks):
         self.assertEqual(r["stdout"], "via-bridge\n")
 
 
+class SshJumpLinks(ThroughJump, SshLinks):
+    """Through a jump host: the inherited cuts hit the jump leg (relay; killing the sshd
+    sessions ends both legs); the target leg is cut here too. Nothing is lost."""
+
+    def test_exec_through_the_jump_host(self):
+        d = self.sb["details"]
+        self.assertEqual((d["host_entry"], d["jump_host"], d["exec"], d["port"]),
+                         ("far", "jump", "sandboxd-agent", self.env.relay2.port), d)
+        self.assertTrue(d["jump_host_key"].startswith("SHA256:"), d)
+        before = self.env.relay.accepted
+        self.env.relay.cut()  # the next connection must go through the jump leg again
+        r = self.c.call("exec", {"sandbox": self.name, "command": "echo far; exit 2"},
+                        timeout=60)
+        self.assertEqual((r["stdout"], r["exit_code"]), ("far\n", 2))
+        self.assertGreater(self.env.relay.accepted, before)
+
+    def test_target_leg_cut_mid_exec(self):
+        st = self.run_through(lambda t: self.assertGreater(t.env.relay2.cut(), 0))
+        lost = [s for s in st if s["state"] == "reconnecting"]
+        self.assertTrue(lost, st)
+        self.assertIn("jump host 'jump'", lost[0]["reason"])
+
+
+
+class SshJumpDaemonStop(unittest.TestCase):
+    """The daemon stopped (SIGTERM) while a sandbox behind a jump host runs a command: it
+    exits 0 at once, and the next daemon takes the sandbox back through the jump host."""
+
+    def test_stop_and_readopt_through_the_jump_host(self):
+        env = JumpEnv()
+        env.trust()
+        state = tempfile.mkdtemp(prefix="sbxstate-")
+        cfg = env.config(env.entries())
+        try:
+            d = Daemon(cfg, state_dir=state)
+            try:
+                c = d.client()
+                c.call("sandbox.create", {"backend": "ssh", "name": "j", "ssh": {"host": "far"}},
+                       timeout=60)
+                bg = c.call("exec", {"sandbox": "j", "command": "echo begin; sleep 2; echo end",
+                                     "background": True})["exec_id"]
+                deadline = time.monotonic() + 30
+                while c.call("process.read", {"exec_id": bg})["data"] != "begin\n":
+                    self.assertLess(time.monotonic(), deadline, "the exec did not start")
+                    time.sleep(0.05)
+            finally:
+                d.stop()  # exit 0 within the harness's timeout: nothing hangs
+            d = Daemon(cfg, state_dir=state)
+            try:
+                c = d.client()
+                w = c.call("process.wait", {"exec_id": bg, "timeout_ms": 30000}, timeout=60)
+                self.assertEqual(w["exit_code"], 0, w)
+                self.assertEqual(c.call("process.read", {"exec_id": bg})["data"],
+                                 "begin\nend\n")
+                c.call("sandbox.destroy", {"id": "j"}, timeout=60)
+            finally:
+                d.stop()
+        finally:
+            env.stop()
+            shutil.rmtree(state, ignore_errors=True)
+
+
+class SshJumpHosts(SshClass):
+    """A jump host's key is judged under its own entry's known_hosts and policy; every hop's
+    failure names the hop and says what to do."""
+
+    env_class = JumpEnv
+
+    @classmethod
+    def setUpClass(cls):
+        cls.nofwd = Sshd("AllowTcpForwarding no")
+        try:
+            super().setUpClass()
+        except BaseException:
+            cls.nofwd.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.nofwd.stop()
+
+    @classmethod
+    def entries(cls):
+        from ssh_server import free_port
+        e, key = cls.env, cls.env.sshd.user_key
+        with open(e.known_hosts, "a") as f:
+            f.write(cls.nofwd.known_hosts_line())
+        cls.empty_kh = os.path.join(e.dir, "empty_known_hosts")
+        open(cls.empty_kh, "w").close()
+        cls.new_kh = os.path.join(e.dir, "new_known_hosts")
+        cls.gone = free_port()
+        return (e.box("jump") +
+                entry("strange", e.relay.port, key, "known_hosts = %s\n" % cls.empty_kh) +
+                entry("nofwd", cls.nofwd.port, cls.nofwd.user_key) +
+                entry("deadjump", free_port(), key) +
+                entry("badkey", e.relay.port, e.sshd.other_key) +
+                entry("newjump", e.relay.port, key, "known_hosts = %s\nhost_key_policy = "
+                      "accept-new\n" % cls.new_kh) + e.far("via_new", "newjump") +
+                e.far("via_strange", "strange") + e.far("via_nofwd", "nofwd") +
+                e.far("via_dead", "deadjump") + e.far("via_badkey", "badkey") +
+                entry("gone", cls.gone, key, "jump_host = jump\n"))
+
+    def create_error(self, host):
+        c = self.daemon.client()
+        with self.assertRaises(RpcError) as cm:
+            c.call("sandbox.create", {"backend": "ssh", "ssh": {"host": host}}, timeout=60)
+        c.close()
+        self.assertEqual((cm.exception.code, cm.exception.data.get("backend")), (-32005, "ssh"),
+                         cm.exception.message)
+        return cm.exception.message
+
+    def test_accept_new_jump_host_recorded_in_its_own_file(self):
+        c = self.daemon.client()
+        sb = c.call("sandbox.create", {"backend": "ssh", "ssh": {"host": "via_new"}}, timeout=60)
+        self.assertEqual(sb["details"]["host_key_policy"], "strict")  # the target's own
+        with open(self.new_kh) as f:
+            self.assertEqual(f.read(), self.env.sshd.known_hosts_line(self.env.relay.port))
+        c.call("sandbox.destroy", {"id": sb["id"]}, timeout=60)
+        c.close()
+
+    def test_unknown_jump_host_key_under_strict(self):
+        msg = self.create_error("via_strange")
+        self.assertIn("jump host 'strange'", msg)
+        self.assertIn("is not known", msg)
+        self.assertIn(self.env.sshd.known_hosts_line(self.env.relay.port).strip(), msg)
+        self.assertIn(self.empty_kh, msg)
+        with open(self.empty_kh) as f:
+            self.assertEqual(f.read(), "")  # strict: nothing recorded
+
+    def test_forwarding_refused_on_the_jump_host(self):
+        msg = self.create_error("via_nofwd")
+        self.assertIn("jump host 'nofwd'", msg)
+        self.assertIn("refused to forward a connection to 127.0.0.1:%d" % self.env.relay2.port,
+                      msg)
+        self.assertIn("AllowTcpForwarding", msg)
+
+    def test_target_unreachable_from_the_jump_host(self):
+        msg = self.create_error("gone")
+        self.assertIn("jump host 'jump'", msg)
+        self.assertIn("cannot reach 127.0.0.1:%d" % self.gone, msg)
+
+    def test_jump_host_unreachable(self):
+        msg = self.create_error("via_dead")
+        self.assertIn("jump host 'deadjump'", msg)
+        self.assertIn("refused (is sshd running there", msg)
+
+    def test_key_refused_on_the_jump_host(self):
+        msg = self.create_error("via_badkey")
+        self.assertIn("jump host 'badkey'", msg)
+        self.assertIn("refused the key", msg)
+        self.assertIn(self.env.sshd.other_key, msg)
+
+
 class SshTrustAndCredentials(unittest.TestCase):
     """Host keys, keys and who may use what; every failure says what happened and what to do."""
 
@@ -385,7 +597,8 @@ class SshTrustAndCredentials(unittest.TestCase):
                            ({"host": "box", "identity_file": "/etc/shadow"}, "ssh"),
                            ({"host": "box", "port": 22}, "ssh"),
                            ({"host": "elsewhere.example"}, "ssh.host"),
-                           ({"host": "box", "password": "x"}, "ssh")):
+                           ({"host": "box", "password": "x"}, "ssh"),
+                           ({"host": "box", "jump_host": "box"}, "ssh")):
             with self.assertRaises(RpcError) as cm:
                 c.call("sandbox.create", {"backend": "ssh", "ssh": ssh})
             self.assertEqual((cm.exception.code, cm.exception.data.get("param")),
@@ -669,8 +882,9 @@ class SshGivesUp(unittest.TestCase):
 
 
 class SshConfig(unittest.TestCase):
-    """Host entries are sections [backend.ssh.NAME], checked like the others; what the backend
-    cannot do (a jump host) stops the daemon instead of being ignored."""
+    """Host entries are sections [backend.ssh.NAME], checked like the others; a jump_host the
+    backend cannot follow (no such entry, itself, a chain or a loop) stops the daemon, naming
+    the file and line, instead of being ignored."""
 
     def run_daemon(self, text, *args):
         with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
@@ -694,18 +908,25 @@ class SshConfig(unittest.TestCase):
                            (base + "port = many\n", "port: a port from 1 to 65535"),
                            ("[backend.ssh]\nping_ms = often\n", "ping_ms must be a whole number"),
                            ("[backend.ssh]\nsections = x\n", "sections is where"),
-                           (base + "jump_host = other\n", "jump hosts are not supported")):
+                           (base + "jump_host = other\n",
+                            "jump_host: no host entry [backend.ssh.other]"),
+                           (base + "jump_host = box\n", "'box' is this entry itself"),
+                           (base + "jump_host = b\n" + base.replace(".box]", ".b]") +
+                            "jump_host = box\n", "'b' has a jump_host of its own ('box'): "
+                            "chains of jump hosts are not supported")):
             with self.subTest(want=want):
                 p = self.run_daemon(text, "--check-config")
                 self.assertNotEqual(p.returncode, 0)
                 self.assertIn(want, p.stderr)
         self.assertEqual(self.run_daemon(base, "--check-config").returncode, 0)
+        self.assertEqual(self.run_daemon(base + "jump_host = b\n" + base.replace(".box]", ".b]"),
+                                         "--check-config").returncode, 0)
 
-    def test_jump_host_refused_not_ignored(self):
+    def test_bad_jump_host_stops_the_daemon_naming_the_line(self):
         p = self.run_daemon("[backend.ssh.box]\nhost = h\nuser = u\nidentity_file = /k\n"
                             "jump_host = other\n")
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("jump hosts are not supported", p.stderr)
+        self.assertIn(".conf:5: [backend.ssh.box] jump_host: no host entry", p.stderr)
 
 
 if __name__ == "__main__":
