@@ -507,7 +507,7 @@ ssh_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progr
                 create_fail(c, "cannot make a secret for the agent", strerror(errno));
                 return;
         }
-        ssh_link_credentials(sb, c, create_creds_cb);
+        ssh_trust_credentials(sb, c, create_creds_cb);
 }
 
 /* The remote facts a record holds back into sb; -EINVAL when something is missing. */
@@ -558,7 +558,7 @@ ssh_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_cr
                 create_fail(c, "cannot take back the sandbox", "its record is incomplete");
                 return;
         }
-        ssh_link_credentials(sb, c, create_creds_cb);
+        ssh_trust_credentials(sb, c, create_creds_cb);
 }
 
 /* Abandons a create in progress (it ends at its next step). */

@@ -6,8 +6,9 @@
  *   ssh_conn.c    one non-blocking connection and its channels
  *   ssh_jump.c    a stream to a host through a jump host's direct-tcpip channel
  *   ssh_hostkey.c known_hosts checks on bytes
- *   ssh_link.c    a sandbox's connection (credentials, host key policy, reconnects) and its
- *                 agent session over a channel
+ *   ssh_trust.c   a sandbox's keys and the judgement of host keys (its host's, its jump host's)
+ *   ssh_link.c    a sandbox's connection (through a jump host, reconnects) and its agent
+ *                 session over a channel
  *   ssh_remote.c  commands run on the remote host: probe, install, start and stop the agent
  *   ssh_create.c  create, adopt, destroy
  *   ssh_plain.c   execs as plain exec channels, where no agent runs
@@ -129,10 +130,18 @@ json_t *ssh_host_save(const struct ssh_host *h);
 int ssh_host_load(json_t *rec, const struct backend_identity *owner, struct ssh_host *h,
                   struct sbx_error *err);
 
-/* ---- ssh_link.c ---- */
+/* ---- ssh_trust.c ---- */
 typedef void (*ssh_conn_ready_cb)(void *ctx, struct ssh_conn *c, const char *error);
-/* Reads the key (and a client host's known_hosts) for sb; cb(ctx, NULL, NULL) or the error. */
-void ssh_link_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb);
+/* Reads the keys (the entry's and its jump host's, or a client host's key and known_hosts)
+ * for sb; cb(ctx, NULL, NULL) or the error. */
+void ssh_trust_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb);
+/* The host key of h (sb's host, or its jump host h.via) against h's known_hosts under h's
+ * policy; *fp gets its fingerprint (new). NULL, or why it is refused (new). */
+char *ssh_trust_check(struct backend_sandbox *sb, const struct ssh_host *h, ssh_key key, char **fp);
+/* The host key algorithms to offer for h: those of its known keys, or NULL (new). */
+char *ssh_trust_algorithms(const struct backend_sandbox *sb, const struct ssh_host *h);
+
+/* ---- ssh_link.c ---- */
 /* An authenticated connection for sb: the one it has, or a new one. cb may run before this
  * returns. */
 void ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb);
