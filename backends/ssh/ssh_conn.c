@@ -940,6 +940,15 @@ conn_resolved_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         conn_unref(c);
 }
 
+static void
+conn_no_resolver_cb(uv_timer_t *t)
+{
+        struct ssh_conn *c = t->data;
+
+        conn_die(c, xasprintf("cannot resolve the host name '%s': the resolver could not start",
+                              c->host));
+}
+
 /* Starts connecting. */
 struct ssh_conn *
 ssh_conn_open(uv_loop_t *loop, const struct ssh_conn_config *cfg, const struct ssh_conn_cbs *cbs,
@@ -978,7 +987,8 @@ ssh_conn_open(uv_loop_t *loop, const struct ssh_conn_config *cfg, const struct s
         if (uv_getaddrinfo(loop, &c->gai, conn_resolved_cb, c->host, port, &hints) < 0) {
                 conn_unref(c);
                 c->state = CS_TCP; /* nothing to cancel */
-                conn_die(c, xasprintf("cannot resolve the host name '%s'", c->host));
+                /* On the next turn: the owner has not even stored c yet. */
+                uv_timer_start(&c->timer, conn_no_resolver_cb, 0, 0);
         }
         return c;
 }
