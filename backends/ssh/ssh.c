@@ -250,6 +250,7 @@ ssh_backend_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         ssh_free_config();
         memset(&sshb, 0, sizeof(sshb));
         list_init(&sshb.sandboxes);
+        list_init(&sshb.destroying);
         sshb.loop = loop;
         if (ssh_config_parse(config, &sshb, backend_config_first_error, err) > 0 ||
             ssh_cfg_agent(config, err) < 0)
@@ -468,6 +469,7 @@ ssh_shutdown(void)
                 if (!sb->destroyed)
                         ssh_sandbox_unref(sb);
         }
+        ssh_destroy_abandon(); /* their connections would keep the loop running */
 }
 
 const struct backend_ops ssh_backend_ops = {

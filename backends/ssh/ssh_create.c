@@ -574,11 +574,27 @@ ssh_cancel(void *ctx)
         }
 }
 
+/* Beyond the stop script's own worst case (its flock waits 10 s for the agent to exit), on
+ * top of a connection and a link timeout: a host that answers nothing for that long is not
+ * waited for (a hung sshd, a target leg behind a jump host that swallows everything, which
+ * no TCP timeout of ours sees). */
+#define SSH_DESTROY_SLACK_MS 10000
+
 struct ssh_destroy_op {
+        struct list link; /* in sshb.destroying until it answers */
         struct backend_sandbox *sb;
         void *ctx;
         backend_done_cb cb;
+        uv_timer_t timer;
+        const char *cause; /* why it was cut short, or NULL */
+        bool answered;
 };
+
+static void
+destroy_free_cb(uv_handle_t *h)
+{
+        free(h->data);
+}
 
 static void
 destroy_done_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *herr)
@@ -586,20 +602,25 @@ destroy_done_cb(void *ctx, int code, const char *out, size_t len, const struct s
         struct ssh_destroy_op *d = ctx;
         struct sbx_error err = {0};
 
+        if (d->answered)
+                return;
+        d->answered = true;
+        list_del(&d->link);
         if (herr || code != 0)
                 sbx_error_backend(&err, SSH_BACKEND,
                                   "cannot stop the sandbox's agent and remove %s %s: %s (an agent "
                                   "nobody talks to exits after %u s)",
                                   d->sb->rt, d->sb->where,
-                                  herr  ? herr->message
-                                  : len ? out
-                                        : "it failed",
+                                  d->cause ? d->cause
+                                  : herr   ? herr->message
+                                  : len    ? out
+                                           : "it failed",
                                   sshb.linger_s);
         ssh_link_drop(d->sb); /* closed before the answer: nothing of it outlives that */
         d->cb(d->ctx, err.code ? &err : NULL);
         sbx_error_clear(&err);
         ssh_sandbox_unref(d->sb);
-        free(d);
+        uv_close((uv_handle_t *) &d->timer, destroy_free_cb);
 }
 
 static void
@@ -619,6 +640,35 @@ destroy_conn_cb(void *ctx, struct ssh_conn *c, const char *error)
         sbx_error_clear(&err);
 }
 
+/* Ends d with cause: its connection goes, and with it the command or the wait. */
+static void
+destroy_cut(struct ssh_destroy_op *d, const char *cause)
+{
+        struct backend_sandbox *sb = d->sb;
+
+        d->cause = cause;
+        ssh_sandbox_ref(sb); /* the answer drops the daemon's reference inside the drop */
+        ssh_link_drop(sb);   /* the command's channel, or the waiter, answers now */
+        ssh_sandbox_unref(sb);
+}
+
+static void
+destroy_timeout_cb(uv_timer_t *t)
+{
+        destroy_cut(t->data, "no answer from the host in time (a hung sshd, or a link that "
+                             "swallows everything)");
+}
+
+/* Shutdown: the destroys still waiting (each answers at once, leaving the list). */
+void
+ssh_destroy_abandon(void)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sshb.destroying)
+        destroy_cut(LIST_ENTRY(pos, struct ssh_destroy_op, link), "the daemon is stopping");
+}
+
 /* Destroys: its execs were killed by the daemon already. */
 void
 ssh_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
@@ -628,6 +678,11 @@ ssh_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb)
         d->sb = sb; /* the daemon's reference, dropped at the end */
         d->ctx = ctx;
         d->cb = cb;
+        list_add_tail(&sshb.destroying, &d->link);
+        uv_timer_init(sshb.loop, &d->timer);
+        d->timer.data = d;
+        uv_timer_start(&d->timer, destroy_timeout_cb,
+                       (uint64_t) sshb.connect_ms + sshb.link_timeout_ms + SSH_DESTROY_SLACK_MS, 0);
         sb->destroyed = true;
         list_del(&sb->link);
         agent_session_close(sb->session, NULL, true);

@@ -67,6 +67,7 @@ struct ssh_state {
         json_t *hosts;    /* entry name -> object of strings */
         const char *dl_error;
         struct list sandboxes;
+        struct list destroying; /* struct ssh_destroy_op: destroys waiting for the host */
         bool initialised;
 };
 
@@ -184,6 +185,8 @@ void ssh_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb 
 void ssh_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_create_cb cb);
 void ssh_cancel(void *ctx);
 void ssh_destroy(struct backend_sandbox *sb, void *ctx, backend_done_cb cb);
+/* Shutdown: destroys still waiting for their host end now, with an error. */
+void ssh_destroy_abandon(void);
 /* The session's first READY (error NULL) or why it never came, for a creating sandbox. */
 void ssh_create_agent_ready(struct ssh_create *c, const char *error);
 /* What backend.list / sandbox.get show about sb (new). */

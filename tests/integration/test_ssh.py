@@ -546,6 +546,58 @@ class SshJumpHosts(SshClass):
         self.assertIn(self.env.sshd.other_key, msg)
 
 
+class SshStalledHost(unittest.TestCase):
+    """A host that answers nothing any more (relay black-holed and not accepting: a hung sshd,
+    or a target leg behind a jump host that swallows everything, which no TCP timeout of the
+    daemon sees): a destroy gives up instead of waiting for ever, and a daemon stopped while
+    one waits exits at once."""
+
+    def setUp(self):
+        self.env = JumpEnv()
+        self.env.trust()
+        # connect 1 s + link 1.5 s + the stop script's 10 s: the destroy gives up after 12.5 s.
+        cfg = self.env.config(self.env.entries()).replace("connect_timeout_ms = 5000",
+                                                          "connect_timeout_ms = 1000")
+        self.daemon = Daemon(cfg)
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        try:
+            self.c.close()
+            if self.daemon.proc.poll() is None:
+                self.daemon.stop()
+        finally:
+            self.env.stop()
+
+    def stall(self, host, relay):
+        sb = self.c.call("sandbox.create", {"backend": "ssh", "ssh": {"host": host}},
+                         timeout=60)
+        relay.set_accepting(False)
+        self.assertGreater(relay.blackhole(), 0)
+        return sb["id"]
+
+    def test_destroy_gives_up_on_a_stalled_target_leg(self):
+        sid = self.stall("far", self.env.relay2)
+        with self.assertRaises(RpcError) as cm:
+            self.c.call("sandbox.destroy", {"id": sid}, timeout=60)
+        self.assertEqual(cm.exception.code, -32005, cm.exception.message)
+        self.assertIn("no answer from the host in time", cm.exception.message)
+        self.assertIn("exits after", cm.exception.message)
+
+    def test_stop_while_a_destroy_waits(self):
+        sid = self.stall("jump", self.env.relay)
+        rid = next(self.c.ids)
+        self.c.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox.destroy",
+                     "params": {"id": sid}})
+        # Requests on a connection are taken in order: once this one is answered, the destroy
+        # has started (a sandbox being destroyed is not found any more).
+        with self.assertRaises(RpcError) as cm:
+            self.c.call("sandbox.get", {"id": sid})
+        self.assertEqual(cm.exception.code, -32002, cm.exception.message)
+        log = self.daemon.stop()  # exit 0 within the harness's timeout
+        self.assertIn("the daemon is stopping", log)
+
+
 class SshTrustAndCredentials(unittest.TestCase):
     """Host keys, keys and who may use what; every failure says what happened and what to do."""
 
