@@ -81,16 +81,11 @@ local_iso_parse(const char *v, enum local_iso *out)
         return -1;
 }
 
-/* The keys of [backend.local] (nsbox.c reads the paths, the programs and the tmpfs size). */
-static const char *const local_keys[] = {"isolation",
-                                         "isolation_fallback",
-                                         "hidden_paths",
-                                         "writable_paths",
-                                         "home_readonly",
-                                         "tmpfs_size",
-                                         "nsbox",
-                                         "agent",
-                                         NULL};
+/* The keys of [backend.local] (nsbox.c reads the paths, the set-up program and the tmpfs size;
+ * the agent is linked into sandboxd-nsbox, so an `agent` key is unknown here). */
+static const char *const local_keys[] = {
+        "isolation",     "isolation_fallback", "hidden_paths", "writable_paths",
+        "home_readonly", "tmpfs_size",         "nsbox",        NULL};
 
 static int
 local_cfg_isolation(json_t *config, enum local_iso *def, bool *fallback, struct sbx_error *err)
