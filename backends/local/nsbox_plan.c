@@ -320,9 +320,10 @@ pb_tree(struct pb *b, const struct nsbox_request *req, const struct nsbox_config
                 pb_bind(b, *w, NULL, false, true);
                 pb_rw(b, *w);
         }
-        /* (The home is no cover: its tmpfs stays writable.) */
+        /* (The home is no cover: its tmpfs stays writable.) Not optional: a cover that a bind
+         * above it uncovered is hidden again, or the sandbox is not made. */
         for (size_t i = 0; covers && covers[i]; i++)
-                pb_op(b, NSI_RDONLY, covers[i], NULL)->optional = 1;
+                pb_op(b, NSI_RDONLY, covers[i], NULL);
         /* Last: a secret below the workdir or a writable path is hidden there too. */
         for (char **s = cfg->hidden; s && *s; s++) {
                 if ((h = pb_expand(*s, home))) {

@@ -95,7 +95,13 @@ class IsolationTest(unittest.TestCase):
         cfg = "[backend.local]\nhidden_paths = ~/.ssh, %s, %s\n" % (cls.secret, cls.inner_secret)
         if cls.caller is not None:
             cfg = "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" + cfg
-        cls.daemon = Daemon(cfg, uid=cls.daemon_uid)
+        # The daemon's directories in base too: not in /tmp, where the sandbox's private /tmp
+        # would hide them whether they are covered or not.
+        tempfile.tempdir = cls.base
+        try:
+            cls.daemon = Daemon(cfg, uid=cls.daemon_uid)
+        finally:
+            tempfile.tempdir = None
         cls.c = client_as(cls.daemon.socket, cls.caller)
         cls.sb = cls.c.call("sandbox.create", dict(ISO, workdir=cls.work))
         # A host process of the caller's, which the sandbox must neither see nor signal.
@@ -194,6 +200,26 @@ class IsolationTest(unittest.TestCase):
         r = self.py(CONNECT, self.daemon.socket)
         self.assertNotIn("connected", r["stdout"])
         self.assertNotEqual(r["exit_code"], 0)
+
+    def test_workdir_above_the_daemon_does_not_uncover_it(self):
+        # A workdir the client names may hold the daemon's directories (here the fixtures'
+        # base, where the test daemon lives): they stay covered, else the sandbox's code could
+        # ask the daemon for a sandbox with isolation "none".
+        sb = self.c.call("sandbox.create", dict(ISO, workdir=self.base))
+        probe = os.path.join(self.outside, "through-base")
+        try:
+            r = self.c.call("exec", {"sandbox": sb["id"], "argv": [
+                "/usr/bin/python3", "-c", CONNECT, self.daemon.socket]})
+            self.assertNotIn("connected", r["stdout"])
+            for d in (os.path.dirname(self.daemon.socket), self.daemon.state):
+                ls = self.c.call("exec", {"sandbox": sb["id"], "command": "ls -A %s" % d})
+                self.assertEqual((ls["exit_code"], ls["stdout"]), (0, ""), ls)
+            w = self.c.call("exec", {"sandbox": sb["id"], "command": "echo x > %s" % probe})
+            self.assertEqual(w["exit_code"], 0, "the workdir itself stays writable: %s" % w)
+        finally:
+            self.c.call("sandbox.destroy", {"id": sb["id"]})
+            if os.path.exists(probe):
+                os.unlink(probe)
 
     def test_host_processes_invisible_and_unsignalled(self):
         ps = self.ok("ps -eo pid,args")

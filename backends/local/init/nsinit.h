@@ -52,7 +52,7 @@ enum nsinit_op_type {
         NSI_PROC,      /* a procfs of the sandbox's pid namespace on dst */
         NSI_DEVPTS,    /* a new devpts instance on dst */
         NSI_SYMLINK,   /* dst -> data */
-        NSI_RDONLY,    /* the mount on dst becomes read-only (a cover, once populated) */
+        NSI_RDONLY,    /* a cover, once populated: read-only; hidden again if a bind uncovered it */
         NSI_HIDE,      /* what dst resolves to is hidden: a directory under an empty read-only
                           tmpfs, anything else under /dev/null; absent: nothing */
 };

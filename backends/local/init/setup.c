@@ -212,6 +212,39 @@ op_symlink(int root, const char *dst, const char *target)
         return r < 0 && errno == EEXIST ? 0 : r;
 }
 
+/* The mounts of the tmpfs made here: a cover is still ours while its path resolves to one. */
+static uint64_t nsi_made[NSINIT_MAX_OPS];
+static uint32_t nsi_nmade;
+
+/* Whether fd is the root of a tmpfs made here (unknown: no). */
+static bool
+made_here(int fd)
+{
+        struct statx sx;
+
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 || !(sx.stx_mask & STATX_MNT_ID) ||
+            !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+            !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                return false;
+        for (uint32_t i = 0; i < nsi_nmade; i++)
+                if (nsi_made[i] == sx.stx_mnt_id)
+                        return true;
+        return false;
+}
+
+static void
+note_made(int root, const char *dst)
+{
+        struct statx sx;
+        int fd = open_in(root, dst, O_PATH | O_DIRECTORY);
+
+        if (fd >= 0 && statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 &&
+            (sx.stx_mask & STATX_MNT_ID) && nsi_nmade < NSINIT_MAX_OPS)
+                nsi_made[nsi_nmade++] = sx.stx_mnt_id;
+        if (fd >= 0)
+                close(fd);
+}
+
 /* A filesystem of its own on the directory dst. */
 static int
 op_fs(int root, const struct nsinit_op *op, const char *dst, const char *type, unsigned long flags,
@@ -223,6 +256,8 @@ op_fs(int root, const struct nsinit_op *op, const char *dst, const char *type, u
                 return -1;
         r = mount_on(tfd, type, type, flags | (op->rdonly ? MS_RDONLY : 0), data);
         close(tfd);
+        if (r == 0 && !strcmp(type, "tmpfs"))
+                note_made(root, dst);
         return r;
 }
 
@@ -238,14 +273,17 @@ op_dev(int root, const char *dst, const char *node)
         return r;
 }
 
+/* The end of a cover: its tmpfs becomes read-only. Where dst no longer resolves to it, a later
+ * bind (the workdir or a writable path above it, a home_readonly path) brought the host's
+ * directory back: that is hidden again. Nothing there (or nothing the caller may reach): 0. */
 static int
 op_rdonly(int root, const char *dst)
 {
         int tfd = open_in(root, dst, O_PATH | O_DIRECTORY), r;
 
         if (tfd < 0)
-                return -1;
-        r = setattr(tfd, 0, MOUNT_ATTR_RDONLY);
+                return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -1;
+        r = made_here(tfd) ? setattr(tfd, 0, MOUNT_ATTR_RDONLY) : op_hide(root, dst);
         close(tfd);
         return r;
 }
