@@ -389,7 +389,12 @@ nsbox_plan_error(const struct nsinit_plan *p, const struct nsinit_msg *r, struct
                         : "execute sandboxd-nsbox";
         int i = r->index;
 
-        if (r->step == NSI_STEP_SOURCE && i == 0)
+        if (r->step == NSI_STEP_HIDDEN && i >= 0 && (uint32_t) i < p->nsrc)
+                sbx_error_param(err, i == 0 ? "workdir" : "writable_paths",
+                                "invalid params: %s '%s' is, under another name, one of [backend."
+                                "local] hidden_paths or inside one: name a directory outside them",
+                                i == 0 ? "workdir" : "path", p->pool + p->src[i].path);
+        else if (r->step == NSI_STEP_SOURCE && i == 0)
                 sbx_error_param(err, "workdir", "invalid params: workdir '%s': %s",
                                 p->pool + p->src[0].path, strerror(r->err));
         else if (r->step == NSI_STEP_SOURCE && i > 0 && (uint32_t) i < p->nsrc)

@@ -26,6 +26,9 @@ CONNECT = ("import socket,sys; a=sys.argv[1]; "
            "print('connected')")
 
 
+HOME_LINK = ".sbxiso-link"  # in home_readonly; a test makes it a symlink to a hidden path
+
+
 def client_as(path, uid):
     """A client whose connection carries uid's credentials (the daemon reads them at
     connect), from this root process: effective ids only, restored at once."""
@@ -92,7 +95,10 @@ class IsolationTest(unittest.TestCase):
         cls.listener.bind(("127.0.0.1", 0))
         cls.listener.listen(8)
         cls.port = cls.listener.getsockname()[1]
-        cfg = "[backend.local]\nhidden_paths = ~/.ssh, %s, %s\n" % (cls.secret, cls.inner_secret)
+        cls.secret_dir = os.path.join(cls.base, "secret-dir")
+        os.mkdir(cls.secret_dir)
+        cfg = "[backend.local]\nhidden_paths = ~/.ssh, %s, %s, %s\nhome_readonly = .gitconfig, " \
+              ".config/git, %s\n" % (cls.secret, cls.inner_secret, cls.secret_dir, HOME_LINK)
         if cls.caller is not None:
             cfg = "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" + cfg
         # The daemon's directories in base too: not in /tmp, where the sandbox's private /tmp
@@ -220,6 +226,27 @@ class IsolationTest(unittest.TestCase):
             self.c.call("sandbox.destroy", {"id": sb["id"]})
             if os.path.exists(probe):
                 os.unlink(probe)
+
+    def test_a_workdir_that_is_a_hidden_path_by_another_name_is_refused(self):
+        alias = os.path.join(self.base, "alias-%s" % type(self).__name__)
+        os.symlink(self.secret_dir, alias)
+        with self.assertRaises(RpcError) as e:
+            self.c.call("sandbox.create", dict(ISO, workdir=alias))
+        self.assertIn("hidden_paths", str(e.exception))
+
+    def test_a_home_readonly_symlink_to_a_hidden_path_shows_nothing(self):
+        # A home_readonly file of the real home that is a symlink to a hidden path (planted
+        # by anything that could write the real home, e.g. a sandbox whose workdir it was).
+        # The subclasses' caller (nobody) has no home: they do without this test.
+        link = os.path.join(pwd.getpwuid(self.owner).pw_dir, HOME_LINK)
+        os.symlink(self.secret, link)
+        try:
+            sb = self.c.call("sandbox.create", ISO)
+            r = self.c.call("exec", {"sandbox": sb["id"], "command": "cat ~/%s" % HOME_LINK})
+            self.c.call("sandbox.destroy", {"id": sb["id"]})
+            self.assertNotIn("sekrit", r["stdout"])
+        finally:
+            os.unlink(link)
 
     def test_host_processes_invisible_and_unsignalled(self):
         ps = self.ok("ps -eo pid,args")
@@ -352,12 +379,14 @@ class IsolationTest(unittest.TestCase):
 class RootDaemonOtherCaller(IsolationTest):
     """A root daemon; the caller is nobody: the sandbox runs as nobody, never as root."""
     caller = NOBODY
+    test_a_home_readonly_symlink_to_a_hidden_path_shows_nothing = None  # nobody has no home
 
 
 @unittest.skipIf(os.geteuid() != 0, "needs root to run the daemon as another uid")
 class UnprivilegedDaemon(IsolationTest):
     """The daemon as nobody (a user service): unprivileged user namespaces."""
     daemon_uid = NOBODY
+    test_a_home_readonly_symlink_to_a_hidden_path_shows_nothing = None  # nobody has no home
 
 
 class HostSandboxAndSpecs(unittest.TestCase):

@@ -91,6 +91,7 @@ enum nsinit_step {
         NSI_STEP_LANDLOCK,
         NSI_STEP_SECCOMP,
         NSI_STEP_STDIO,
+        NSI_STEP_HIDDEN, /* a host path to bind leads into a hidden path */
 };
 
 enum nsinit_msg_type {
@@ -179,6 +180,7 @@ nsinit_fd_path(const char *prefix, int fd, char *out)
                 [NSI_STEP_RLIMIT] = "set an rlimit", [NSI_STEP_CAPS] = "drop capabilities",        \
                 [NSI_STEP_LANDLOCK] = "apply Landlock", [NSI_STEP_SECCOMP] = "apply seccomp",      \
                 [NSI_STEP_STDIO] = "set up stdio",                                                 \
+                [NSI_STEP_HIDDEN] = "bind a path that leads into a hidden path",                   \
         }
 
 #endif

@@ -331,14 +331,58 @@ identity(const struct nsinit_plan *p)
                 nsinit_fail(NSI_STEP_IDENTITY, errno, -1);
 }
 
-/* The host paths to bind, opened as the caller while the host's root is still ours. */
+/* The host's real paths of the plan's hidden paths that exist (as the caller sees them). */
+static uint32_t
+hidden_real(const struct nsinit_plan *p, char (*real)[PATH_MAX])
+{
+        uint32_t n = 0;
+
+        for (uint32_t i = 0; i < p->nops && n < NSINIT_MAX_SRC; i++)
+                if (p->ops[i].type == NSI_HIDE && realpath(nsinit_str(p, p->ops[i].dst), real[n]))
+                        n++;
+        return n;
+}
+
+/* Whether the source fd is one of the hidden paths, or inside one, whatever name led to it (a
+ * symlink ~/.config/git -> ~/.ssh): the hide by name at the end would not cover it. */
+static bool
+src_hidden(int fd, char (*hidden)[PATH_MAX], uint32_t nhidden)
+{
+        char link[40], real[PATH_MAX];
+        ssize_t n;
+
+        nsinit_fd_path("/proc/self/fd/", fd, link);
+        n = readlink(link, real, sizeof(real) - 1);
+        if (n < 0)
+                return true; /* where it leads is unknown: not shown */
+        real[n] = '\0';
+        for (uint32_t i = 0; i < nhidden; i++) {
+                size_t k = strlen(hidden[i]);
+                if (!strncmp(real, hidden[i], k) && (real[k] == '\0' || real[k] == '/' || k == 1))
+                        return true;
+        }
+        return false;
+}
+
+/* The host paths to bind, opened as the caller while the host's root is still ours. One that
+ * leads into a hidden path is not bound: an optional one is left out, the workdir fails. */
 static void
 sources(const struct nsinit_plan *p)
 {
+        static char hidden[NSINIT_MAX_SRC][PATH_MAX];
+        uint32_t nhidden = hidden_real(p, hidden);
+
         for (uint32_t i = 0; i < p->nsrc; i++) {
-                nsi_src_fd[i] = open(nsinit_str(p, p->src[i].path), O_PATH | O_CLOEXEC);
-                if (nsi_src_fd[i] < 0 && !p->src[i].optional)
-                        nsinit_fail(NSI_STEP_SOURCE, errno, (int) i);
+                int fd = open(nsinit_str(p, p->src[i].path), O_PATH | O_CLOEXEC), e = errno;
+                if (fd >= 0 && src_hidden(fd, hidden, nhidden)) {
+                        close(fd);
+                        if (!p->src[i].optional)
+                                nsinit_fail(NSI_STEP_HIDDEN, EACCES, (int) i);
+                        fd = -1;
+                }
+                nsi_src_fd[i] = fd;
+                if (fd < 0 && !p->src[i].optional)
+                        nsinit_fail(NSI_STEP_SOURCE, e, (int) i);
         }
 }
 
