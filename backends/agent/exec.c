@@ -375,12 +375,34 @@ ax_on_killed(struct agent_exec *x, const unsigned char *p, uint32_t len)
 }
 
 static const char *
-ax_on_unknown(struct agent_exec *x)
+ax_on_unknown(struct agent_exec *x, const unsigned char *p, uint32_t len)
 {
         struct exec_exit ex = {.lost = "sandboxd-agent no longer knows this exec (it ended "
                                        "and was forgotten, or the agent restarted)"};
 
         ax_finish(x, &ex, false);
+        return NULL;
+}
+
+/* REFUSED: our offsets are ahead of the agent's output (bytes it never sent were counted as
+ * its output); nothing can be resumed from there, and the agent kills it at RESUME_END. */
+static const char *
+ax_on_refused(struct agent_exec *x, const unsigned char *p, uint32_t len)
+{
+        struct exec_exit ex = {0};
+        char *why;
+
+        if (len != 16 || x->phase != AX_NEW)
+                return "unexpected REFUSED";
+        why = xasprintf("cannot be resumed: the daemon counts %llu stdout and %llu stderr bytes, "
+                        "sandboxd-agent has only %llu and %llu; its process tree is killed (the "
+                        "output received so far stays readable)",
+                        (unsigned long long) x->rx[0], (unsigned long long) x->rx[1],
+                        (unsigned long long) agent_get64(p),
+                        (unsigned long long) agent_get64(p + 8));
+        ex.lost = why;
+        ax_finish(x, &ex, false);
+        free(why);
         return NULL;
 }
 
@@ -398,12 +420,36 @@ ax_by_id(struct agent_session *s, uint32_t id)
         return NULL;
 }
 
+static const char *
+ax_on_stdout(struct agent_exec *x, const unsigned char *p, uint32_t len)
+{
+        return ax_on_output(x, 0, p, len);
+}
+
+static const char *
+ax_on_stderr(struct agent_exec *x, const unsigned char *p, uint32_t len)
+{
+        return ax_on_output(x, 1, p, len);
+}
+
+typedef const char *ax_handler(struct agent_exec *x, const unsigned char *p, uint32_t len);
+
+/* The agent's messages about an exec (KILLED aside: answered even once it is done). */
+static ax_handler *const ax_handlers[] = {
+        [AGENT_STARTED] = ax_on_started,     [AGENT_RESUMED] = ax_on_resumed,
+        [AGENT_STDOUT] = ax_on_stdout,       [AGENT_STDERR] = ax_on_stderr,
+        [AGENT_STDIN_ACK] = ax_on_stdin_ack, [AGENT_EXIT] = ax_on_exit,
+        [AGENT_FAILED] = ax_on_failed,       [AGENT_UNKNOWN] = ax_on_unknown,
+        [AGENT_REFUSED] = ax_on_refused,
+};
+
 /* Routes a message to its exec. */
 const char *
 agent_exec_dispatch(struct agent_session *s, uint32_t id, unsigned type, const unsigned char *p,
                     uint32_t len)
 {
         struct agent_exec *x = ax_by_id(s, id);
+        ax_handler *h = type < ARRAY_SIZE(ax_handlers) ? ax_handlers[type] : NULL;
         const char *err = NULL;
 
         if (!x)
@@ -413,22 +459,10 @@ agent_exec_dispatch(struct agent_session *s, uint32_t id, unsigned type, const u
                 err = ax_on_killed(x, p, len);
         else if (x->done)
                 err = NULL;
-        else if (type == AGENT_STARTED)
-                err = ax_on_started(x, p, len);
-        else if (type == AGENT_RESUMED)
-                err = ax_on_resumed(x, p, len);
-        else if (type == AGENT_STDOUT || type == AGENT_STDERR)
-                err = ax_on_output(x, type == AGENT_STDERR, p, len);
-        else if (type == AGENT_STDIN_ACK)
-                err = ax_on_stdin_ack(x, p, len);
-        else if (type == AGENT_EXIT)
-                err = ax_on_exit(x, p, len);
-        else if (type == AGENT_FAILED)
-                err = ax_on_failed(x, p, len);
-        else if (type == AGENT_UNKNOWN)
-                err = ax_on_unknown(x);
-        else
+        else if (!h)
                 err = "unexpected message type for an exec";
+        else
+                err = h(x, p, len);
         ax_unref(x);
         return err;
 }

@@ -94,6 +94,10 @@ enum agent_msg {
         AGENT_PONG = 75,      /* id 0; the PING's token */
         AGENT_CHALLENGE = 76, /* id 0; u32 version, u8 agent_nonce[32] (detached agents) */
         AGENT_AUTH_OK = 77,   /* id 0; u8 mac[32] */
+        AGENT_REFUSED = 78,   /* u64 stdout, u64 stderr (the exec's output so far): a RESUME
+                                 from beyond them (the daemon holds bytes the agent never
+                                 sent). The exec stays unbound: RESUME_END kills it. Never a
+                                 session error, which would repeat at every reconnect. */
 };
 
 /* START payload: u32 flags, u16 rows, u16 cols, u32 argc, u32 envc, then NUL-terminated: name,

@@ -1108,6 +1108,60 @@ START_TEST(test_adopt_after_restart)
 }
 END_TEST
 
+/* A RESUME from beyond the exec's output (a daemon counted bytes the agent never sent) is
+ * refused for that exec alone: it ends lost saying why, its tree is killed at RESUME_END, and
+ * the session goes on (an error there would end it, and every reconnect would repeat it). */
+START_TEST(test_resume_refused_beyond_output)
+{
+        char *argv[] = {"sh", "-c", "printf abc; exec sleep 100", NULL};
+        char *echo[] = {"echo", "on", NULL};
+        pid_t agent = start_detached(secret_hex, NULL);
+        struct owner o1 = {0}, o2 = {0}, o3 = {0};
+        struct run r1 = {.wait_for = "abc"}, r2 = {0}, r3 = {0}, n = {0};
+        struct exec_spec spec = {.exec_id = "p_ahead", .argv = argv};
+        struct sbx_error err = {0};
+        uint64_t off[2] = {3, 51};
+
+        owner_detached(&o1, VIA_UNIX, secret_hex, false);
+        start_spec(&o1, &spec, &r1);
+        run_until(&r1.seen);
+        r1.p->ops->release(r1.p);
+        agent_session_detach(o1.s);
+        o1.s = NULL;
+        owner_detached(&o2, VIA_UNIX, secret_hex, true);
+        spec.exec_id = "p_ahead";
+        ck_assert_msg(agent_exec_adopt(o2.s, &spec, off, &run_cbs, &r2, &r2.p, &err) == 0, "%s",
+                      err.message);
+        agent_session_adopt_done(o2.s);
+        finish(&r2);
+        ck_assert_msg(strstr(r2.msg, "cannot be resumed") &&
+                              strstr(r2.msg, "3 stdout and 51 stderr"),
+                      "%s", r2.msg);
+        ck_assert_msg(strstr(r2.msg, "has only 3 and 0"), "%s", r2.msg);
+        start_argv(&o2, echo, &n);
+        finish(&n);
+        ck_assert_uint_eq(n.out.len, 3);
+        ck_assert_int_eq(o2.links[BACKEND_LINK_LOST], 0);
+        ck_assert_int_eq(o2.links[BACKEND_LINK_BACK], 1);
+        owner_close(&o2);
+        /* Killed at RESUME_END: the right offsets now find nothing. */
+        owner_detached(&o3, VIA_UNIX, secret_hex, true);
+        spec.exec_id = "p_ahead";
+        off[1] = 0;
+        ck_assert_msg(agent_exec_adopt(o3.s, &spec, off, &run_cbs, &r3, &r3.p, &err) == 0, "%s",
+                      err.message);
+        agent_session_adopt_done(o3.s);
+        finish(&r3);
+        ck_assert_msg(strstr(r3.msg, "no longer knows"), "%s", r3.msg);
+        run_free(&r1);
+        run_free(&r2);
+        run_free(&r3);
+        run_free(&n);
+        owner_close(&o3);
+        stop_detached(agent);
+}
+END_TEST
+
 /* With the daemon not acknowledging (paused), the agent spools up to its quota and then stops
  * reading the child: the child blocks, nothing is dropped. */
 START_TEST(test_spool_quota_backpressure)
@@ -1359,6 +1413,7 @@ session_suite(void)
         tcase_add_test(tc, test_proxy_cuts_at_exact_bytes);
         tcase_add_test(tc, test_bridge_killed_and_replaced);
         tcase_add_test(tc, test_adopt_after_restart);
+        tcase_add_test(tc, test_resume_refused_beyond_output);
         tcase_add_test(tc, test_spool_quota_backpressure);
         tcase_add_test(tc, test_detached_auth);
         tcase_add_test(tc, test_detach_bridge_one_command);

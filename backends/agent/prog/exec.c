@@ -678,10 +678,15 @@ agent_on_resume(uint32_t id, const unsigned char *p, uint32_t len)
                 agent_send(id, AGENT_UNKNOWN, name, strlen(name) + 1, NULL, 0);
                 return NULL;
         }
+        if (agent_get64(p) > e->st[0].sp.total || agent_get64(p + 8) > e->st[1].sp.total) {
+                /* Checked before anything is trimmed; this exec only, not the session. */
+                agent_put64(r, e->st[0].sp.total);
+                agent_put64(r + 8, e->st[1].sp.total);
+                agent_send(id, AGENT_REFUSED, r, 16, NULL, 0);
+                return NULL;
+        }
         for (int s = 0; s < 2; s++) {
                 uint64_t off = agent_get64(p + 8 * s);
-                if (off > e->st[s].sp.total)
-                        return "RESUME: offset beyond the exec's output";
                 if (off > e->st[s].sp.head)
                         agent_spool_trim(&e->st[s].sp, off);
                 e->st[s].sent = e->st[s].sp.head;
