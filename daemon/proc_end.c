@@ -201,6 +201,14 @@ proc_exit_cb(void *ctx, const struct exec_exit *ex)
 {
         struct proc *p = ctx;
 
+        if (p->keep_files) {
+                /* Handed to the next daemon at shutdown (proc_shutdown): what the backend says
+                 * as it lets go (a START it sent but saw no answer to "could not start", a link
+                 * it drops "lost") is not how the exec ended, and a line about it in the spool
+                 * would be bytes the next daemon counts as the exec's own when it resumes. */
+                proc_unref(p); /* the backend's reference */
+                return;
+        }
         if (ex->error) {
                 /* It never ran: run it in a recreated container, or say why it could not. */
                 proc_start_error(p, ex->error);

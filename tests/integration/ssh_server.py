@@ -188,6 +188,7 @@ class Relay(threading.Thread):
         self.pairs = []  # [client, server]
         self.holes = []  # black-holed pairs: open, never read or written
         self.accepting = True
+        self.held = False  # hold_replies(): the server's bytes wait in its socket
         self.wake_r, self.wake_w = socket.socketpair()
         self.stopped = False
         self.accepted = 0
@@ -199,7 +200,7 @@ class Relay(threading.Thread):
     def run(self):
         while not self.stopped:
             with self.lock:
-                socks = [s for p in self.pairs for s in p]
+                socks = [s for p in self.pairs for s in (p[:1] if self.held else p)]
                 if self.accepting:
                     socks.append(self.lsock)
             r, _, _ = select.select(socks + [self.wake_r], [], [], 1)
@@ -267,6 +268,13 @@ class Relay(threading.Thread):
     def holes_open(self):
         """How many black-holed connections are still open (never closed by the relay)."""
         return sum(1 for p in self.holes if p[0].fileno() >= 0 and p[1].fileno() >= 0)
+
+    def hold_replies(self, on):
+        """On: what clients send still passes, what the server sends waits (unread) until
+        off; the connections stay open."""
+        with self.lock:
+            self.held = on
+        self._wake()
 
     def set_accepting(self, on):
         """Off: new connections wait in the listen backlog, nothing is forwarded."""

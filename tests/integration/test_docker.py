@@ -4,14 +4,18 @@ Needs dockerd and the image sandboxd-test:busybox (tests/docker/setup.sh). When 
 reachable every test here FAILS (it is never skipped): run tests/docker/setup.sh first.
 """
 import base64
+import fcntl
 import glob
 import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
+import struct
 import subprocess
 import tempfile
+import termios
 import threading
 import time
 import unittest
@@ -1002,6 +1006,51 @@ class DockerResume(RestartTest):
         finally:
             d.stop()
 
+    def test_sigterm_before_the_agent_answers_start(self):
+        """SIGTERM after a background exec's START reached the agent but before its STARTED
+        reached the daemon (the agent is stopped until the START waits in its stdin: no race
+        left to timing). The next daemon takes the exec back whole; the one that stopped must
+        not count a line of its own ("could not start it") as the exec's output, or the next
+        one resumes from beyond what the agent has."""
+        d = self.start()
+        try:
+            c = d.client()
+            cid = c.call("sandbox.create", {"backend": "docker", "name": "s"},
+                         timeout=120)["details"]["container_id"]
+            agent = inspect(cid)["State"]["Pid"]
+            stdin = os.open("/proc/%d/fd/0" % agent, os.O_RDONLY | os.O_NONBLOCK)
+        except BaseException:
+            d.stop()
+            raise
+        os.kill(agent, signal.SIGSTOP)
+        try:
+            before = queued(stdin)
+            eid = c.call("exec", {"sandbox": "s", "background": True, "command":
+                                  "echo begin; sleep 1; echo end"})["exec_id"]
+            deadline = time.monotonic() + 30
+            while queued(stdin) < before + 64:  # the START; a PING is 20 bytes
+                self.assertLess(time.monotonic(), deadline, "no START in the agent's stdin")
+                time.sleep(0.02)
+        finally:
+            try:
+                log = d.stop()
+            finally:
+                os.kill(agent, signal.SIGCONT)
+                os.close(stdin)
+        self.assertNotIn("could not start", log)
+        d = self.start()
+        try:
+            c = d.client()
+            w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 20000}, timeout=60)
+            self.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
+                             ("exited", 0, None), w)
+            self.assertEqual(read_all(c, eid)[0], "begin\nend\n")
+            self.assertEqual(read_all(c, eid, "stderr")[0], "")
+            c.close()
+        finally:
+            log = d.stop()
+        self.assertNotIn("RESUME", log)
+
     def test_attach_connection_cut_loses_nothing(self):
         proxy = os.path.join(self.state, "docker-proxy.sock")
         sp = self.proxy(proxy)
@@ -1089,6 +1138,11 @@ class DockerResume(RestartTest):
         e = c.call("exec", {"sandbox": "cut", "argv": ["echo", "after the cut"]})
         self.assertEqual(e["stdout"], "after the cut\n")
         c.close()
+
+
+def queued(fd):
+    """Bytes waiting in the pipe fd (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 def kill_proxy(sp):

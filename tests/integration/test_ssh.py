@@ -802,6 +802,52 @@ class SshRestart(unittest.TestCase):
             shutil.rmtree(state, ignore_errors=True)
 
 
+    def test_daemon_stopped_while_the_exec_starts(self):
+        """SIGTERM after the agent ran a background exec but before its STARTED reached the
+        daemon (the relay holds what the server sends, so the race is not left to timing): the
+        next daemon takes the exec back whole. The one that stopped must not count a line of
+        its own ("could not start it") as the exec's output, or the next one resumes from
+        beyond what the agent has."""
+        env = SshEnv()
+        env.trust()
+        state = tempfile.mkdtemp(prefix="sbxstate-")
+        tok = "t%s" % os.urandom(6).hex()
+        try:
+            d = Daemon(env.config(env.box()), state_dir=state)
+            try:
+                c = d.client()
+                c.call("sandbox.create", {"backend": "ssh", "name": "s", "ssh": {"host": "box"}},
+                       timeout=60)
+                env.relay.hold_replies(True)
+                eid = c.call("exec", {"sandbox": "s", "background": True, "command":
+                                      ": %s; echo begin; sleep 1; echo end" % tok})["exec_id"]
+                deadline = time.monotonic() + 30
+                while not remote_pids(env, tok):
+                    self.assertLess(time.monotonic(), deadline, "the exec never ran")
+                    time.sleep(0.02)
+            finally:
+                log = d.stop()
+                env.relay.hold_replies(False)
+            self.assertNotIn("could not start", log)
+            d = Daemon(env.config(env.box()), state_dir=state)
+            try:
+                c = d.client()
+                w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 20000}, timeout=60)
+                self.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
+                                 ("exited", 0, None), w)
+                self.assertEqual(c.call("process.read", {"exec_id": eid})["data"],
+                                 "begin\nend\n")
+                self.assertEqual(c.call("process.read", {"exec_id": eid, "stream": "stderr"})
+                                 ["data"], "")
+                c.call("sandbox.destroy", {"id": "s"}, timeout=60)
+            finally:
+                log = d.stop()
+            self.assertNotIn("RESUME", log)
+        finally:
+            env.stop()
+            shutil.rmtree(state, ignore_errors=True)
+
+
 class SshPlain(SshClass):
     """agent = off: one exec channel per command, said in the details; as correct as the
     agent where it can be, and honest where it cannot (a dropped link loses the exec)."""
