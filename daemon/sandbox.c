@@ -961,6 +961,7 @@ struct sandbox_destroy {
         struct rpc_req *req;
         void (*done)(void *ctx);
         void *ctx;
+        bool given_up; /* the daemon stopped first: the sandbox is kept, not destroyed */
 };
 
 static void
@@ -997,6 +998,12 @@ sandbox_procs_gone_cb(void *ctx)
 {
         struct sandbox_destroy *d = ctx;
 
+        d->sb->destroying = NULL;
+        if (d->given_up) { /* after the backends' shutdown: its side is released, not ours */
+                sandbox_unref(d->sb);
+                free(d);
+                return;
+        }
         d->sb->ops->destroy(d->sb->bsb, d, sandbox_destroyed_cb);
 }
 
@@ -1011,6 +1018,7 @@ sandbox_destroy(struct sandbox *sb, struct rpc_req *req, void (*done)(void *), v
         d->ctx = ctx;
         sandbox_ref(sb);
         sb->state = SANDBOX_DESTROYING;
+        sb->destroying = d;
         proc_kill_all(sb, sandbox_procs_gone_cb, d);
 }
 
@@ -1080,6 +1088,39 @@ sandbox_one_gone_cb(void *ctx)
         }
 }
 
+/* Destroys that clients asked for and that still wait for their execs when the daemon stops
+ * (a link that is down holds them): a sandbox that outlives the daemon is kept for re-adoption
+ * as a ready one is, and the client told to destroy it again (its backend is shut down before
+ * the execs end: calling it then would use what it freed); another one is waited for. */
+static void
+sandbox_destroys_at_stop(struct sandbox_all_destroy *a)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                struct sandbox_destroy *d = sb->destroying;
+                if (!d || d->done)
+                        continue;
+                if (!sandbox_persistent(sb)) {
+                        a->pending++;
+                        d->done = sandbox_one_gone_cb;
+                        d->ctx = a;
+                        continue;
+                }
+                if (d->req)
+                        rpc_error_msg(d->req, SBX_E_UNUSABLE,
+                                      "the daemon is stopping before sandbox '%s' was destroyed "
+                                      "(its execs had not ended): it is kept for the next daemon; "
+                                      "destroy it again there",
+                                      sb->id);
+                d->req = NULL;
+                d->given_up = true;
+                sb->state = SANDBOX_READY; /* recorded and kept below */
+        }
+}
+
 /* Destroys everything (shutdown), except sandboxes that outlive the daemon: those are
  * recorded for re-adoption after the restart and only forgotten here. */
 void
@@ -1093,6 +1134,7 @@ sandbox_destroy_all(void (*cb)(void *ctx), void *ctx)
         a->pending = 1;
         uv_timer_stop(&sandbox_timer);
         uv_close((uv_handle_t *) &sandbox_timer, NULL);
+        sandbox_destroys_at_stop(a);
         records_save_final();
         LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
         {

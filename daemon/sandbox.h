@@ -64,6 +64,7 @@ struct sandbox {
         struct list waiters; /* requests waiting for CREATING to finish */
         bool recreating;     /* CREATING again: its container vanished (sandbox_recreate) */
         bool kept;           /* GONE at shutdown but alive in its backend (re-adopted later) */
+        struct sandbox_destroy *destroying; /* a destroy waiting for its execs, or NULL */
         /* The backend's link while READY (backend_upcalls): NULL ready, "reconnecting" or
          * "lost", shown as the sandbox's state. */
         const char *link;

@@ -8,6 +8,7 @@ When sshd cannot run here every test FAILS (never skips), naming the setup step.
 import base64
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -843,6 +844,50 @@ class SshRestart(unittest.TestCase):
             finally:
                 log = d.stop()
             self.assertNotIn("RESUME", log)
+        finally:
+            env.stop()
+            shutil.rmtree(state, ignore_errors=True)
+
+
+    def test_daemon_stopped_while_a_destroy_waits(self):
+        """SIGTERM while sandbox.destroy waits for an exec whose link is down: the destroy is
+        given up with an error saying so (not carried on into a backend already shut down:
+        a use after free), and the next daemon re-adopts the sandbox and destroys it."""
+        env = SshEnv()
+        env.trust()
+        state = tempfile.mkdtemp(prefix="sbxstate-")
+        try:
+            d = Daemon(env.config(env.box()), state_dir=state)
+            try:
+                c = d.client()
+                c.call("sandbox.create", {"backend": "ssh", "name": "k", "ssh": {"host": "box"}},
+                       timeout=60)
+                c.call("exec", {"sandbox": "k", "background": True, "command": "sleep 600"})
+                env.relay.set_accepting(False)
+                self.assertGreater(env.relay.blackhole(), 0)
+                wait_for(c, lambda c: any(s["state"] == "reconnecting" for s in states(c)),
+                         "reconnecting")
+                rid = next(c.ids)
+                c.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox.destroy",
+                        "params": {"id": "k"}})
+                c.call("sandbox.list", {})  # the destroy is under way
+                d.proc.send_signal(signal.SIGTERM)
+                wait_for(c, lambda c: rid in c.responses, "the destroy's answer")
+                res = c.responses.pop(rid)
+            finally:
+                log = d.stop()
+                env.relay.set_accepting(True)
+            self.assertEqual(res["error"]["code"], -32006, res)
+            self.assertIn("kept for the next daemon", res["error"]["message"])
+            self.assertNotIn("destroy:", log)
+            d = Daemon(env.config(env.box()), state_dir=state)
+            try:
+                c = d.client()
+                c.call("sandbox.destroy", {"id": "k"}, timeout=60)
+            finally:
+                log = d.stop()
+            self.assertIn("re-adopted", log)
+            self.assertEqual(remote_pids(env, env.remote), [])
         finally:
             env.stop()
             shutil.rmtree(state, ignore_errors=True)
