@@ -227,6 +227,17 @@ def workdir_sandbox(test, client, **spec):
     return sb, d
 
 
+def assert_taken_back_whole(test, client, exec_id, stdout, exit_code=0):
+    """process.wait on an exec a restarted daemon took back: it exited with exit_code (not
+    lost), its stdout from offset 0 is exactly stdout and its stderr is empty."""
+    w = client.call("process.wait", {"exec_id": exec_id, "timeout_ms": 20000}, timeout=60)
+    test.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
+                     ("exited", exit_code, None), w)
+    test.assertEqual(client.call("process.read", {"exec_id": exec_id})["data"], stdout)
+    test.assertEqual(client.call("process.read", {"exec_id": exec_id, "stream": "stderr"})
+                     ["data"], "")
+
+
 class DaemonTest(unittest.TestCase):
     """One daemon per test class."""
 

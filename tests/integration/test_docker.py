@@ -20,7 +20,7 @@ import threading
 import time
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError, b64
+from harness import Daemon, DaemonTest, RpcError, assert_taken_back_whole, b64
 
 IMAGE = os.environ.get("SANDBOXD_TEST_IMAGE", "sandboxd-test:busybox")
 DOCKER_SOCK = "/var/run/docker.sock"
@@ -1041,11 +1041,7 @@ class DockerResume(RestartTest):
         d = self.start()
         try:
             c = d.client()
-            w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 20000}, timeout=60)
-            self.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
-                             ("exited", 0, None), w)
-            self.assertEqual(read_all(c, eid)[0], "begin\nend\n")
-            self.assertEqual(read_all(c, eid, "stderr")[0], "")
+            assert_taken_back_whole(self, c, eid, "begin\nend\n")
             c.close()
         finally:
             log = d.stop()

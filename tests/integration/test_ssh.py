@@ -14,7 +14,7 @@ import tempfile
 import time
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, b64, uniq_secs
+from harness import SANDBOXD, Daemon, RpcError, assert_taken_back_whole, b64, uniq_secs
 from ssh_server import Relay, Sshd, kill_under, require_sshd
 from test_identity import NOBODY, as_nobody
 
@@ -755,53 +755,58 @@ class SshTrustAndCredentials(unittest.TestCase):
 
 
 class SshRestart(unittest.TestCase):
-    """The daemon killed (SIGKILL) while a remote command runs: the next one takes it back."""
+    """Daemons one after the other on one state directory: killed (SIGKILL) or stopped
+    (SIGTERM) mid-command, mid-start or mid-destroy; the next one takes back what is left."""
+
+    def setUp(self):
+        self.env = SshEnv()
+        self.env.trust()
+        self.state = tempfile.mkdtemp(prefix="sbxstate-")
+
+    def tearDown(self):
+        self.env.stop()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def start(self):
+        return Daemon(self.env.config(self.env.box()), state_dir=self.state)
 
     def test_daemon_killed_and_restarted_mid_command(self):
-        env = SshEnv()
-        env.trust()
-        state = tempfile.mkdtemp(prefix="sbxstate-")
+        d = self.start()
         try:
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                c.call("sandbox.create", {"backend": "ssh", "name": "r", "ssh": {"host": "box"}},
-                       timeout=60)
-                c.call("exec", {"sandbox": "r", "command": "cd /tmp && export KEEP=1"})
-                os.mkfifo(os.path.join(env.dir, "go"))
-                rid = start_exec(c, {"sandbox": "r", "command":
-                                     "echo begin; read x <%s/go; echo got $x; exit 5"
-                                     % env.dir})
+            c = d.client()
+            c.call("sandbox.create", {"backend": "ssh", "name": "r", "ssh": {"host": "box"}},
+                   timeout=60)
+            c.call("exec", {"sandbox": "r", "command": "cd /tmp && export KEEP=1"})
+            os.mkfifo(os.path.join(self.env.dir, "go"))
+            rid = start_exec(c, {"sandbox": "r", "command":
+                                 "echo begin; read x <%s/go; echo got $x; exit 5"
+                                 % self.env.dir})
 
-                def started(c):
-                    ids = [n["params"]["exec_id"] for n in c.notifications
-                           if n["method"] == "exec.started"
-                           and n["params"].get("request_id") == rid]
-                    return ids and c.output(ids[0]) == "begin\n" and ids[0]
-                wait_for(c, started, "begin")
-                eid = started(c)
-                d.proc.kill()
-            finally:
-                d.stop(expect=-9)
-            with open(os.path.join(env.dir, "go"), "w") as f:
-                f.write("after\n")  # the command goes on while no daemon runs
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 30000}, timeout=60)
-                self.assertEqual(w["exit_code"], 5, w)
-                out = c.call("process.read", {"exec_id": eid})
-                self.assertEqual(out["data"], "begin\ngot after\n")
-                r = c.call("exec", {"sandbox": "r", "command": "pwd; echo $KEEP"})
-                self.assertEqual(r["stdout"], "/tmp\n1\n")
-                c.call("sandbox.destroy", {"id": "r"}, timeout=60)
-            finally:
-                log = d.stop()
-            self.assertIn("re-adopted", log)
+            def started(c):
+                ids = [n["params"]["exec_id"] for n in c.notifications
+                       if n["method"] == "exec.started"
+                       and n["params"].get("request_id") == rid]
+                return ids and c.output(ids[0]) == "begin\n" and ids[0]
+            wait_for(c, started, "begin")
+            eid = started(c)
+            d.proc.kill()
         finally:
-            env.stop()
-            shutil.rmtree(state, ignore_errors=True)
-
+            d.stop(expect=-9)
+        with open(os.path.join(self.env.dir, "go"), "w") as f:
+            f.write("after\n")  # the command goes on while no daemon runs
+        d = self.start()
+        try:
+            c = d.client()
+            w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 30000}, timeout=60)
+            self.assertEqual(w["exit_code"], 5, w)
+            out = c.call("process.read", {"exec_id": eid})
+            self.assertEqual(out["data"], "begin\ngot after\n")
+            r = c.call("exec", {"sandbox": "r", "command": "pwd; echo $KEEP"})
+            self.assertEqual(r["stdout"], "/tmp\n1\n")
+            c.call("sandbox.destroy", {"id": "r"}, timeout=60)
+        finally:
+            log = d.stop()
+        self.assertIn("re-adopted", log)
 
     def test_daemon_stopped_while_the_exec_starts(self):
         """SIGTERM after the agent ran a background exec but before its STARTED reached the
@@ -809,88 +814,67 @@ class SshRestart(unittest.TestCase):
         next daemon takes the exec back whole. The one that stopped must not count a line of
         its own ("could not start it") as the exec's output, or the next one resumes from
         beyond what the agent has."""
-        env = SshEnv()
-        env.trust()
-        state = tempfile.mkdtemp(prefix="sbxstate-")
         tok = "t%s" % os.urandom(6).hex()
+        d = self.start()
         try:
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                c.call("sandbox.create", {"backend": "ssh", "name": "s", "ssh": {"host": "box"}},
-                       timeout=60)
-                env.relay.hold_replies(True)
-                eid = c.call("exec", {"sandbox": "s", "background": True, "command":
-                                      ": %s; echo begin; sleep 1; echo end" % tok})["exec_id"]
-                deadline = time.monotonic() + 30
-                while not remote_pids(env, tok):
-                    self.assertLess(time.monotonic(), deadline, "the exec never ran")
-                    time.sleep(0.02)
-            finally:
-                log = d.stop()
-                env.relay.hold_replies(False)
-            self.assertNotIn("could not start", log)
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 20000}, timeout=60)
-                self.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
-                                 ("exited", 0, None), w)
-                self.assertEqual(c.call("process.read", {"exec_id": eid})["data"],
-                                 "begin\nend\n")
-                self.assertEqual(c.call("process.read", {"exec_id": eid, "stream": "stderr"})
-                                 ["data"], "")
-                c.call("sandbox.destroy", {"id": "s"}, timeout=60)
-            finally:
-                log = d.stop()
-            self.assertNotIn("RESUME", log)
+            c = d.client()
+            c.call("sandbox.create", {"backend": "ssh", "name": "s", "ssh": {"host": "box"}},
+                   timeout=60)
+            self.env.relay.hold_replies(True)
+            eid = c.call("exec", {"sandbox": "s", "background": True, "command":
+                                  ": %s; echo begin; sleep 1; echo end" % tok})["exec_id"]
+            deadline = time.monotonic() + 30
+            while not remote_pids(self.env, tok):
+                self.assertLess(time.monotonic(), deadline, "the exec never ran")
+                time.sleep(0.02)
         finally:
-            env.stop()
-            shutil.rmtree(state, ignore_errors=True)
-
+            log = d.stop()
+            self.env.relay.hold_replies(False)
+        self.assertNotIn("could not start", log)
+        d = self.start()
+        try:
+            c = d.client()
+            assert_taken_back_whole(self, c, eid, "begin\nend\n")
+            c.call("sandbox.destroy", {"id": "s"}, timeout=60)
+        finally:
+            log = d.stop()
+        self.assertNotIn("RESUME", log)
 
     def test_daemon_stopped_while_a_destroy_waits(self):
         """SIGTERM while sandbox.destroy waits for an exec whose link is down: the destroy is
         given up with an error saying so (not carried on into a backend already shut down:
         a use after free), and the next daemon re-adopts the sandbox and destroys it."""
-        env = SshEnv()
-        env.trust()
-        state = tempfile.mkdtemp(prefix="sbxstate-")
+        d = self.start()
         try:
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                c.call("sandbox.create", {"backend": "ssh", "name": "k", "ssh": {"host": "box"}},
-                       timeout=60)
-                c.call("exec", {"sandbox": "k", "background": True, "command": "sleep 600"})
-                env.relay.set_accepting(False)
-                self.assertGreater(env.relay.blackhole(), 0)
-                wait_for(c, lambda c: any(s["state"] == "reconnecting" for s in states(c)),
-                         "reconnecting")
-                rid = next(c.ids)
-                c.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox.destroy",
-                        "params": {"id": "k"}})
-                c.call("sandbox.list", {})  # the destroy is under way
-                d.proc.send_signal(signal.SIGTERM)
-                wait_for(c, lambda c: rid in c.responses, "the destroy's answer")
-                res = c.responses.pop(rid)
-            finally:
-                log = d.stop()
-                env.relay.set_accepting(True)
-            self.assertEqual(res["error"]["code"], -32006, res)
-            self.assertIn("kept for the next daemon", res["error"]["message"])
-            self.assertNotIn("destroy:", log)
-            d = Daemon(env.config(env.box()), state_dir=state)
-            try:
-                c = d.client()
-                c.call("sandbox.destroy", {"id": "k"}, timeout=60)
-            finally:
-                log = d.stop()
-            self.assertIn("re-adopted", log)
-            self.assertEqual(remote_pids(env, env.remote), [])
+            c = d.client()
+            c.call("sandbox.create", {"backend": "ssh", "name": "k", "ssh": {"host": "box"}},
+                   timeout=60)
+            c.call("exec", {"sandbox": "k", "background": True, "command": "sleep 600"})
+            self.env.relay.set_accepting(False)
+            self.assertGreater(self.env.relay.blackhole(), 0)
+            wait_for(c, lambda c: any(s["state"] == "reconnecting" for s in states(c)),
+                     "reconnecting")
+            rid = next(c.ids)
+            c.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox.destroy",
+                    "params": {"id": "k"}})
+            c.call("sandbox.list", {})  # the destroy is under way
+            d.proc.send_signal(signal.SIGTERM)
+            wait_for(c, lambda c: rid in c.responses, "the destroy's answer")
+            res = c.responses.pop(rid)
         finally:
-            env.stop()
-            shutil.rmtree(state, ignore_errors=True)
+            log = d.stop()
+            self.env.relay.set_accepting(True)
+        self.assertEqual(res["error"]["code"], -32006, res)
+        self.assertIn("kept for the next daemon", res["error"]["message"])
+        self.assertNotIn("destroy:", log)
+        d = self.start()
+        try:
+            c = d.client()
+            c.call("sandbox.destroy", {"id": "k"}, timeout=60)
+        finally:
+            log = d.stop()
+        self.assertIn("re-adopted", log)
+        self.assertEqual(remote_pids(self.env, self.env.remote), [])
 
 
 class SshPlain(SshClass):
