@@ -12,7 +12,9 @@
  * "running" | "exited", "command" | "argv", "tag"?, "cwd"?, "env"?, "background", "base64",
  * "pty", "rows", "cols", "stdin_open", "merge_stderr", "max_output", "timeout_ms",
  * "started_ms" (wall), "state_path"?, "policy" ({verdict, resolution, findings}), "record"
- * (the backend's), and when exited the exit fields of exec.exit plus "ended_ms". A line
+ * (the backend's), "own_bytes"? ([stdout, stderr]: bytes of the spools the daemon wrote itself,
+ * such as the note on a removed cwd, which the backend never sent: resumed without them), and when
+ * exited the exit fields of exec.exit plus "ended_ms". A line
  * {"version": 1, "key", "forget": true} drops an exec.
  */
 #ifndef SANDBOXD_EXECREC_H

@@ -32,6 +32,7 @@ enum proc_state {
 
 struct pstream {
         uint64_t total; /* raw bytes seen */
+        uint64_t own;   /* of those, lines the daemon wrote itself (notes), not the backend */
         struct spool *spool;
         struct buf head; /* first head_cap bytes (foreground only) */
         char *tail;      /* ring of the last tail_cap bytes */

@@ -197,6 +197,10 @@ proc_cwd_note(struct proc *p)
         p->cwd_noted = true;
         note = shellstate_cwd_note(p->sb, p->cwd_lost);
         proc_output_cb(p, BACKEND_STDERR, note, strlen(note));
+        /* Not the exec's own bytes: a restarted daemon resumes the backend's stream without
+         * them, so the record says how many there are. */
+        p->out[BACKEND_STDERR].own += strlen(note);
+        proc_persist(p);
         free(note);
 }
 

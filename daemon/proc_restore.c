@@ -40,6 +40,10 @@ proc_record_json(struct proc *p)
                 json_object_set(r, "env", p->env);
         if (p->state_path)
                 json_object_set_new(r, "state_path", json_string(p->state_path));
+        if (p->out[0].own || p->out[1].own)
+                json_object_set_new(
+                        r, "own_bytes",
+                        json_pack("[I,I]", (json_int_t) p->out[0].own, (json_int_t) p->out[1].own));
         if (!proc_live(p)) {
                 json_t *ex = proc_exit_fields(p);
                 json_object_update(r, ex);
@@ -130,6 +134,9 @@ proc_restore_fields(struct proc *p, json_t *rec)
         p->started_wall = (uint64_t) json_integer_value(json_object_get(rec, "started_ms"));
         p->policy_saved = json_incref(json_object_get(rec, "policy"));
         p->brecord = json_incref(json_object_get(rec, "record"));
+        for (int i = 0; i < 2; i++)
+                p->out[i].own = (uint64_t) json_integer_value(
+                        json_array_get(json_object_get(rec, "own_bytes"), (size_t) i));
         p->persist = true;
         return true;
 }
@@ -161,11 +168,14 @@ proc_restore_running(struct proc *p)
                                  .pty_cols = p->cols,
                                  .stdin_open = p->stdin_open,
                                  .who = &p->sb->who};
-        uint64_t off[2] = {p->out[0].total, p->out[1].total}, now = util_wall_ms();
+        uint64_t off[2], now = util_wall_ms();
         uint64_t ran = now > p->started_wall ? now - p->started_wall : 0;
         struct sbx_error err = {0};
         int r = -ENOTSUP;
 
+        /* The backend's bytes: what the spools hold but the daemon's own notes. */
+        for (int i = 0; i < 2; i++)
+                off[i] = p->out[i].total - MIN(p->out[i].own, p->out[i].total);
         p->ops = p->sb->ops;
         p->start_ns = util_now_ns() - ran * 1000000;
         proc_ref(p); /* the backend's, dropped in proc_exit_cb */

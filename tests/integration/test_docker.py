@@ -1047,6 +1047,39 @@ class DockerResume(RestartTest):
             log = d.stop()
         self.assertNotIn("RESUME", log)
 
+    def test_restart_resumes_without_the_daemons_own_note(self):
+        """An exec whose inherited cwd was removed starts elsewhere with a note of the daemon's
+        in its stderr; a restarted daemon resumes the agent's stderr without counting the note
+        as the agent's (the RESUME would be beyond its output, or skip its first bytes)."""
+        d = self.start()
+        try:
+            c = d.client()
+            cid = c.call("sandbox.create", {"backend": "docker", "name": "n"},
+                         timeout=120)["details"]["container_id"]
+            c.call("exec", {"sandbox": "n", "command": "mkdir /tmp/d && cd /tmp/d"})
+            c.call("exec", {"sandbox": "n", "command": "rmdir /tmp/d", "cwd": "/"})
+            eid = c.call("exec", {"sandbox": "n", "background": True, "command":
+                                  "echo begin; until [ -e /tmp/go ]; do sleep 0.05; done; "
+                                  "echo late >&2; echo end"})["exec_id"]
+            self.wait_output(c, eid, len("begin\n"))
+            note = c.call("process.read", {"exec_id": eid, "stream": "stderr"})["data"]
+            self.assertIn("/tmp/d", note)
+            d.proc.kill()
+        finally:
+            d.stop(expect=-9)
+        docker("exec", cid, "touch", "/tmp/go")
+        d = self.start()
+        try:
+            c = d.client()
+            w = c.call("process.wait", {"exec_id": eid, "timeout_ms": 20000}, timeout=60)
+            self.assertEqual((w["state"], w.get("exit_code"), w.get("lost")),
+                             ("exited", 0, None), w)
+            self.assertEqual(read_all(c, eid)[0], "begin\nend\n")
+            self.assertEqual(read_all(c, eid, "stderr")[0], note + "late\n")
+            c.close()
+        finally:
+            d.stop()
+
     def test_attach_connection_cut_loses_nothing(self):
         proxy = os.path.join(self.state, "docker-proxy.sock")
         sp = self.proxy(proxy)
