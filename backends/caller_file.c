@@ -1,9 +1,11 @@
-/* caller_file.c — a small file read by a helper that has become the caller (caller_file.h). */
+/* caller_file.c — a small file read, or a Unix socket connected, by a helper that has become
+ * the caller (caller_file.h). */
 #include "backends/caller_file.h"
 
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -17,7 +19,8 @@
 #include "backends/spawn.h"
 #include "protocol/util.h"
 
-/* What the helper says (one SOCK_SEQPACKET message): the data is in the memfd. */
+/* What the helper says (one SOCK_SEQPACKET message): the data is in the memfd, or the
+ * connected socket rides along (SCM_RIGHTS). */
 struct cf_reply {
         int32_t err;     /* 0 or errno */
         uint32_t notreg; /* the path is not a regular file */
@@ -29,6 +32,7 @@ struct cf_args {
         const char *path;
         size_t max;
         int ctl, memfd;
+        bool sock; /* connect to path instead of reading it */
 };
 
 struct cf_job {
@@ -44,6 +48,9 @@ struct cf_job {
         unsigned uid;
         void *ctx;
         caller_file_cb cb;
+        caller_socket_cb scb; /* a connect: its callback (cb is NULL) */
+        unsigned peer_uid;    /* a connect: whom the socket's server must run as */
+        int got;              /* a connect: the socket received, or -1 */
         char *error;
         int missing;
 };
@@ -70,15 +77,67 @@ cf_copy(int fd, const struct cf_args *a, struct cf_reply *r)
         return 0;
 }
 
+/* Sends the reply, with fd (when >= 0) attached. */
+static void
+cf_reply_send(const struct cf_args *a, const struct cf_reply *r, int fd)
+{
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct iovec iov = {(void *) r, sizeof(*r)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        struct cmsghdr *c;
+
+        if (fd >= 0) {
+                memset(&u, 0, sizeof(u));
+                m.msg_control = u.b;
+                m.msg_controllen = sizeof(u.b);
+                c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        (void) !sendmsg(a->ctl, &m, MSG_NOSIGNAL);
+}
+
+/* The helper's connect: the socket, or -1 with r->err. */
+static int
+cf_connect(const struct cf_args *a, struct cf_reply *r)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        size_t n = strlen(a->path);
+        int fd;
+
+        if (n >= sizeof(sa.sun_path)) {
+                r->err = ENAMETOOLONG;
+                return -1;
+        }
+        memcpy(sa.sun_path, a->path, n);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                return fd;
+        r->err = errno;
+        if (fd >= 0)
+                close(fd);
+        return -1;
+}
+
 static int
 cf_helper(void *arg)
 {
         const struct cf_args *a = arg;
         struct cf_reply r = {0};
         struct stat st;
-        /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-        int fd = open(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        int fd;
 
+        if (a->sock) {
+                cf_reply_send(a, &r, cf_connect(a, &r));
+                return 0;
+        }
+        fd = open(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
         if (fd < 0)
                 r.err = errno;
         else if (fstat(fd, &st) < 0)
@@ -102,6 +161,8 @@ cf_handle_close_cb(uv_handle_t *h)
 
         if (--j->handles > 0)
                 return;
+        if (j->got >= 0)
+                close(j->got);
         free(j->path);
         free(j->error);
         free(j);
@@ -116,7 +177,12 @@ cf_finish(struct cf_job *j, const char *data, size_t len)
         if (j->done)
                 return;
         j->done = true;
-        j->cb(j->ctx, data, len, data ? NULL : j->error, j->missing);
+        if (j->scb) {
+                j->scb(j->ctx, j->got, j->got >= 0 ? NULL : j->error);
+                j->got = -1; /* the callee's now */
+        } else {
+                j->cb(j->ctx, data, len, data ? NULL : j->error, j->missing);
+        }
         /* Reaped here when it has exited already, else by the daemon's SIGCHLD reaper. */
         if (j->pid > 0 && !j->reported)
                 kill(j->pid, SIGKILL); /* stuck on a slow filesystem */
@@ -137,7 +203,8 @@ cf_fail(struct cf_job *j, int e, const char *what)
         free(j->error);
         j->missing = e == ENOENT;
         j->error = e == EFBIG ? xasprintf("'%s' is larger than %zu bytes", j->path, j->max)
-                              : xasprintf("cannot read '%s' as uid %u: %s", j->path, j->uid,
+                              : xasprintf("cannot %s '%s' as uid %u: %s",
+                                          j->scb ? "connect to" : "read", j->path, j->uid,
                                           what ? what : strerror(e));
 }
 
@@ -166,22 +233,96 @@ cf_deliver(struct cf_job *j, const struct cf_reply *r)
         free(data);
 }
 
+/* Whether the process serving the socket fd runs as uid: NULL, or why not (new). */
+static char *
+cf_peer_check(int fd, const char *path, unsigned uid)
+{
+        struct ucred cr;
+        socklen_t len = sizeof(cr);
+        int type = 0;
+        socklen_t tl = sizeof(type);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+                return xasprintf("'%s' is not a Unix stream socket whose server sandboxd can "
+                                 "identify",
+                                 path);
+        if (cr.uid != uid)
+                return xasprintf("'%s' is served by uid %u (pid %d), not by uid %u: only a "
+                                 "socket whose server runs as you is used (start your own "
+                                 "ssh-agent and name its socket)",
+                                 path, (unsigned) cr.uid, (int) cr.pid, uid);
+        return NULL;
+}
+
+/* A connect's outcome: the socket, once its server is known to be the caller's. */
+static void
+cf_deliver_sock(struct cf_job *j, const struct cf_reply *r, int fd)
+{
+        char *why = NULL;
+
+        if (r->err || fd < 0) {
+                cf_fail(j, r->err ? r->err : EIO, r->err ? NULL : "the helper sent no socket");
+        } else if ((why = cf_peer_check(fd, j->path, j->peer_uid))) {
+                free(j->error);
+                j->error = why;
+        } else {
+                j->got = fd;
+                fd = -1;
+        }
+        if (fd >= 0)
+                close(fd);
+        cf_finish(j, NULL, 0);
+}
+
+/* The helper's reply, and the descriptor that came with it (or -1). */
+static ssize_t
+cf_recv(struct cf_job *j, struct cf_reply *r, int *fd)
+{
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct iovec iov = {r, sizeof(*r)};
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = u.b,
+                           .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(j->ctl, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        struct cmsghdr *c;
+
+        *fd = -1;
+        for (c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(fd, CMSG_DATA(c), sizeof(int));
+        return n;
+}
+
 static void
 cf_poll_cb(uv_poll_t *p, int status, int events)
 {
         struct cf_job *j = p->data;
         struct cf_reply r;
-        ssize_t n = recv(j->ctl, &r, sizeof(r), MSG_DONTWAIT);
+        int fd;
+        ssize_t n = cf_recv(j, &r, &fd);
 
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
+        if (fd >= 0 && (!j->scb || n != (ssize_t) sizeof(r))) {
+                close(fd);
+                fd = -1;
+        }
         j->reported = true;
         if (n != (ssize_t) sizeof(r)) {
                 cf_fail(j, EIO, "the helper reading it died");
                 cf_finish(j, NULL, 0);
                 return;
         }
-        cf_deliver(j, &r);
+        if (j->scb)
+                cf_deliver_sock(j, &r, fd);
+        else
+                cf_deliver(j, &r);
 }
 
 static void
@@ -190,9 +331,11 @@ cf_timer_cb(uv_timer_t *t)
         struct cf_job *j = t->data;
 
         if (!j->error)
-                j->error = xasprintf("reading '%s' as uid %u took longer than %u ms (a dead "
-                                     "network filesystem?)",
-                                     j->path, j->uid, j->timeout_ms);
+                j->error = xasprintf("%s '%s' as uid %u took longer than %u ms (%s)",
+                                     j->scb ? "connecting to" : "reading", j->path, j->uid,
+                                     j->timeout_ms,
+                                     j->scb ? "a server that accepts no connection?"
+                                            : "a dead network filesystem?");
         cf_finish(j, NULL, 0);
 }
 
@@ -201,7 +344,7 @@ static int
 cf_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
 {
         int sv[2] = {-1, -1}, keep[2], r;
-        struct cf_args a = {j->path, j->max, -1, -1};
+        struct cf_args a = {j->path, j->max, -1, -1, j->scb != NULL};
 
         if (j->path[0] != '/') {
                 cf_fail(j, EINVAL, "the path must be absolute");
@@ -230,23 +373,49 @@ cf_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
         return 0;
 }
 
+static struct cf_job *
+cf_job_new(const struct backend_identity *who, const char *path, unsigned timeout_ms, void *ctx)
+{
+        struct cf_job *j = xcalloc(1, sizeof(*j));
+
+        j->ctl = j->memfd = j->got = -1;
+        j->path = xstrdup(path ? path : "");
+        j->timeout_ms = timeout_ms;
+        j->uid = geteuid() == 0 && who ? (unsigned) who->uid : (unsigned) geteuid();
+        j->peer_uid = who ? (unsigned) who->uid : (unsigned) geteuid();
+        j->ctx = ctx;
+        return j;
+}
+
+static void
+cf_job_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
+{
+        uv_timer_init(loop, &j->timer);
+        j->timer.data = j;
+        j->handles = 1;
+        /* A failure to start is told from the loop too: cb never runs before we return. */
+        uv_timer_start(&j->timer, cf_timer_cb, cf_start(loop, j, who) < 0 ? 0 : j->timeout_ms, 0);
+}
+
 /* Reads a file as who. */
 void
 caller_file_read(uv_loop_t *loop, const struct backend_identity *who, const char *path, size_t max,
                  unsigned timeout_ms, void *ctx, caller_file_cb cb)
 {
-        struct cf_job *j = xcalloc(1, sizeof(*j));
+        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
-        j->ctl = j->memfd = -1;
-        j->path = xstrdup(path ? path : "");
         j->max = max;
-        j->timeout_ms = timeout_ms;
-        j->uid = geteuid() == 0 && who ? (unsigned) who->uid : (unsigned) geteuid();
-        j->ctx = ctx;
         j->cb = cb;
-        uv_timer_init(loop, &j->timer);
-        j->timer.data = j;
-        j->handles = 1;
-        /* A failure to start is told from the loop too: cb never runs before we return. */
-        uv_timer_start(&j->timer, cf_timer_cb, cf_start(loop, j, who) < 0 ? 0 : timeout_ms, 0);
+        cf_job_start(loop, j, who);
+}
+
+/* Connects to a socket as who. */
+void
+caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                      unsigned timeout_ms, void *ctx, caller_socket_cb cb)
+{
+        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
+
+        j->scb = cb;
+        cf_job_start(loop, j, who);
 }

@@ -1,4 +1,5 @@
-/* caller_file.h — reading a small file a client named, with the client's rights.
+/* caller_file.h — reading a small file (or connecting to a Unix socket) a client named, with
+ * the client's rights.
  *
  * A daemon running as root must never open a path a client gave it with its own rights (that
  * would hand out /root/.ssh/id_ed25519 or the host keys to anyone who can name them). This
@@ -26,5 +27,17 @@ typedef void (*caller_file_cb)(void *ctx, const char *data, size_t len, const ch
 /* Reads path (absolute) as who. cb is called exactly once, never before this returns. */
 void caller_file_read(uv_loop_t *loop, const struct backend_identity *who, const char *path,
                       size_t max, unsigned timeout_ms, void *ctx, caller_file_cb cb);
+
+/* The outcome of a connect: fd (a connected AF_UNIX stream socket, O_CLOEXEC, the callee's to
+ * close; -1 on failure) or error, a message naming the path and the uid ("cannot connect to
+ * '/tmp/a' as uid 1000: Connection refused"; "'/tmp/a' is served by uid 0, not by uid 1000"). */
+typedef void (*caller_socket_cb)(void *ctx, int fd, const char *error);
+
+/* Connects to the Unix socket at path (absolute) as who, in a helper like caller_file_read's,
+ * and takes the connected socket back (SCM_RIGHTS); the process listening on it must run as
+ * who's uid (SO_PEERCRED), whatever path led there: a root daemon never becomes a way into
+ * root's or another user's ssh-agent. cb is called exactly once, never before this returns. */
+void caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                           unsigned timeout_ms, void *ctx, caller_socket_cb cb);
 
 #endif
