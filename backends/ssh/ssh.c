@@ -35,6 +35,7 @@ ssh_sandbox_unref(struct backend_sandbox *sb)
                          &sb->jump_key_label,
                          &sb->jump_fingerprint,
                          &sb->kh_label,
+                         &sb->agent_label,
                          &sb->where,
                          &sb->fingerprint,
                          &sb->r_os,
@@ -61,6 +62,8 @@ ssh_sandbox_unref(struct backend_sandbox *sb)
                 ssh_key_free(sb->key);
         if (sb->jump_key)
                 ssh_key_free(sb->jump_key);
+        if (sb->agent_fd >= 0)
+                close(sb->agent_fd);
         ssh_host_clear(&sb->h);
         buf_free(&sb->kh);
         buf_free(&sb->lost);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/ssh/ssh_agentauth.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
 
@@ -24,6 +25,7 @@ enum conn_state {
         CS_HANDSHAKE,
         CS_AUTH_NONE,
         CS_AUTH_KEY,
+        CS_AUTH_AGENT,
         CS_UP,
         CS_DEAD,
 };
@@ -34,6 +36,7 @@ static const char *const conn_stage[] = {
         [CS_HANDSHAKE] = "the SSH handshake",
         [CS_AUTH_NONE] = "authentication",
         [CS_AUTH_KEY] = "authentication",
+        [CS_AUTH_AGENT] = "authentication with the ssh-agent's keys",
         [CS_UP] = "",
         [CS_DEAD] = "",
 };
@@ -62,6 +65,7 @@ struct ssh_conn {
         struct conn_attempt *attempt;
         char *tcp_error; /* why the last address failed */
         int fd;
+        bool had_key; /* a key was offered (it was refused when the agent is asked) */
         uv_poll_t poll;
         int poll_events;
         uv_timer_t timer;
@@ -69,6 +73,16 @@ struct ssh_conn {
         ssh_session s;
         ssh_event ev;
         struct list chans; /* struct ssh_chan */
+        /* ssh-agent authentication: the socket (libssh's once given to the session) */
+        int agent_fd;
+        char *agent_label;
+        uv_work_t work;
+        bool agent_given;   /* the session has agent_fd (and closes it) */
+        bool working;       /* the session is the worker's: the loop leaves it alone */
+        bool agent_counted; /* agent_count holds the agent's answer */
+        int agent_count;    /* keys the agent holds, or -errno */
+        int agent_rc;       /* ssh_userauth_agent's last answer */
+        char *deferred_why; /* an end asked for while working (the worker is stopped first) */
 };
 
 enum chan_state { CH_OPENING, CH_PTY, CH_EXEC, CH_OPEN, CH_DONE };
@@ -95,6 +109,8 @@ static void conn_step(struct ssh_conn *c);
 static void conn_kick(struct ssh_conn *c);
 static void conn_io_cb(uv_poll_t *p, int status, int events);
 static void conn_die(struct ssh_conn *c, char *why);
+static void conn_nonblock(struct ssh_conn *c);
+static void conn_agent_start(struct ssh_conn *c);
 
 static void
 conn_ref(struct ssh_conn *c)
@@ -115,6 +131,10 @@ conn_unref(struct ssh_conn *c)
         free(c->hostkeys);
         free(c->tcp_error);
         free(c->pending_why);
+        free(c->deferred_why);
+        free(c->agent_label);
+        if (c->agent_fd >= 0) /* never given to a session */
+                close(c->agent_fd);
         free(c);
 }
 
@@ -480,7 +500,7 @@ conn_update_poll(struct ssh_conn *c)
 {
         int ev = UV_READABLE;
 
-        if (!c->poll_init || c->state == CS_DEAD)
+        if (!c->poll_init || c->state == CS_DEAD || c->working)
                 return;
         if (c->s && (ssh_get_poll_flags(c->s) & SSH_WRITE_PENDING))
                 ev |= UV_WRITABLE;
@@ -584,6 +604,8 @@ conn_free_ssh(struct ssh_conn *c)
                 ssh_disconnect(c->s);
                 ssh_free(c->s);
                 c->s = NULL;
+                if (c->agent_given) /* closed with the session (ssh_agent_free) */
+                        c->agent_fd = -1;
         }
         if (fd >= 0)
                 close(fd);
@@ -598,6 +620,15 @@ conn_die(struct ssh_conn *c, char *why)
 
         if (c->state == CS_DEAD) {
                 free(why);
+                return;
+        }
+        if (c->working) { /* the worker has the session: stop it, end once it is back */
+                if (!c->deferred_why)
+                        c->deferred_why = why;
+                else
+                        free(why);
+                if (c->agent_fd >= 0)
+                        shutdown(c->agent_fd, SHUT_RDWR);
                 return;
         }
         c->state = CS_DEAD;
@@ -624,6 +655,27 @@ conn_die(struct ssh_conn *c, char *why)
         conn_unref(c);
 }
 
+/* What the server refused: the key, the agent's keys, or both (new). */
+static char *
+conn_refused_what(const struct ssh_conn *c)
+{
+        char *agent =
+                c->agent_label
+                        ? xasprintf("%s %d key%s of %s", c->agent_count == 1 ? "the" : "all",
+                                    c->agent_count, c->agent_count == 1 ? "" : "s", c->agent_label)
+                        : NULL;
+        char *what;
+
+        if (agent && c->had_key)
+                what = xasprintf("the key (%s) and %s", c->key_label, agent);
+        else if (agent)
+                what = xstrdup(agent);
+        else
+                what = xasprintf("the key (%s)", c->key_label);
+        free(agent);
+        return what;
+}
+
 static char *
 conn_auth_refused(struct ssh_conn *c)
 {
@@ -639,16 +691,16 @@ conn_auth_refused(struct ssh_conn *c)
         };
         int m = ssh_userauth_list(c->s, NULL);
         struct buf b = {0};
-        char *why;
+        char *why, *what = conn_refused_what(c);
 
         for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
                 if (m & methods[i].bit)
                         buf_appendf(&b, "%s%s", b.len ? ", " : "", methods[i].name);
-        why = xasprintf("%s@%s:%u refused the key (%s); the server offers: %s. Add the key's "
-                        "public half to ~%s/.ssh/authorized_keys there (sandboxd authenticates "
-                        "with keys only, never with passwords)",
-                        c->user, c->host, c->port, c->key_label, b.len ? b.data : "nothing",
-                        c->user);
+        why = xasprintf("%s@%s:%u refused %s; the server offers: %s. Add the key's public half "
+                        "to ~%s/.ssh/authorized_keys there (sandboxd authenticates with keys "
+                        "only, never with passwords)",
+                        c->user, c->host, c->port, what, b.len ? b.data : "nothing", c->user);
+        free(what);
         buf_free(&b);
         return why;
 }
@@ -687,6 +739,91 @@ conn_check_hostkey(struct ssh_conn *c)
         return !refused;
 }
 
+/* ---- ssh-agent authentication, on a worker thread ---- */
+
+/* Worker thread: the agent's key count once, then one ssh_userauth_agent step (it asks the
+ * agent for keys and signatures, blocking; the session is non-blocking towards the server). */
+static void
+conn_agent_work_cb(uv_work_t *w)
+{
+        struct ssh_conn *c = w->data;
+
+        c->agent_rc = SSH_AUTH_ERROR;
+        if (!c->agent_counted) {
+                c->agent_count = ssh_agentauth_count(c->agent_fd);
+                c->agent_counted = true;
+        }
+        if (c->agent_count > 0)
+                c->agent_rc = ssh_userauth_agent(c->s, NULL);
+}
+
+/* Why the agent could not be used, given its key count (or -errno): new, or NULL when it
+ * holds keys. */
+static char *
+conn_agent_failure(const struct ssh_conn *c, int count)
+{
+        int e = -count;
+
+        if (count > 0)
+                return NULL;
+        if (count == 0)
+                return xasprintf("%s holds no keys: add yours to it (SSH_AUTH_SOCK=PATH ssh-add "
+                                 "KEY) and try again",
+                                 c->agent_label);
+        if (e == ETIMEDOUT)
+                return xasprintf("%s did not answer within %u s (connect_timeout_ms; is it "
+                                 "stopped, or waiting for a confirmation?)",
+                                 c->agent_label, c->timeout_ms / 1000);
+        return xasprintf("%s cannot be used: %s", c->agent_label,
+                         e == EPROTO  ? "its answer is not the ssh-agent protocol's"
+                         : e == EPIPE ? "it closed the connection"
+                                      : strerror(e));
+}
+
+/* Back on the loop: the session is the loop's again. */
+static void
+conn_agent_after_cb(uv_work_t *w, int status)
+{
+        struct ssh_conn *c = w->data;
+        char *why = c->deferred_why;
+
+        c->working = false;
+        c->deferred_why = NULL;
+        conn_nonblock(c);
+        if (!why)
+                why = conn_agent_failure(c, c->agent_count);
+        if (!why && c->agent_rc == SSH_AUTH_ERROR)
+                why = xasprintf("authentication with %s:%u through %s failed: %s", c->host, c->port,
+                                c->agent_label, ssh_get_error(c->s));
+        if (!why && c->agent_rc != SSH_AUTH_SUCCESS && c->agent_rc != SSH_AUTH_AGAIN)
+                why = conn_auth_refused(c); /* denied, or partial: another method wanted */
+        if (why)
+                conn_die(c, why);
+        else if (c->agent_rc == SSH_AUTH_SUCCESS)
+                conn_up(c);
+        if (c->state != CS_DEAD) /* waits for the server (SSH_AUTH_AGAIN), or is up */
+                conn_update_poll(c);
+        conn_unref(c);
+}
+
+/* Hands the session to a worker for one step; the loop stops watching its socket meanwhile. */
+static void
+conn_agent_start(struct ssh_conn *c)
+{
+        if (c->working)
+                return;
+        uv_poll_stop(&c->poll);
+        c->poll_events = 0; /* conn_update_poll starts it again */
+        c->working = true;
+        c->work.data = c;
+        conn_ref(c);
+        if (uv_queue_work(c->loop, &c->work, conn_agent_work_cb, conn_agent_after_cb) < 0) {
+                c->working = false;
+                conn_unref(c);
+                conn_die(c, xstrdup("cannot start a worker thread for the ssh-agent"));
+        }
+}
+
 /* One step of the handshake or authentication; returns false to wait for the socket. */
 static bool
 conn_handshake_step(struct ssh_conn *c)
@@ -720,9 +857,13 @@ conn_handshake_step(struct ssh_conn *c)
                                               c->port, ssh_get_error(c->s)));
                         return false;
                 }
-                c->state = CS_AUTH_KEY;
+                c->state = c->key ? CS_AUTH_KEY : CS_AUTH_AGENT;
                 return true;
+        case CS_AUTH_AGENT:
+                conn_agent_start(c);
+                return false;
         default:
+                c->had_key = true;
                 rc = ssh_userauth_publickey(c->s, NULL, c->key);
                 if (rc == SSH_AUTH_AGAIN)
                         return false;
@@ -731,9 +872,11 @@ conn_handshake_step(struct ssh_conn *c)
                 else if (rc == SSH_AUTH_ERROR)
                         conn_die(c, xasprintf("authentication with %s:%u failed: %s", c->host,
                                               c->port, ssh_get_error(c->s)));
+                else if (c->agent_fd >= 0)
+                        c->state = CS_AUTH_AGENT;
                 else
                         conn_die(c, conn_auth_refused(c));
-                return false;
+                return c->state == CS_AUTH_AGENT;
         }
 }
 
@@ -797,6 +940,10 @@ conn_timeout_cb(uv_timer_t *t)
 {
         struct ssh_conn *c = t->data;
 
+        if (c->working) { /* a non-blocking session: only the agent can hold the worker */
+                conn_die(c, conn_agent_failure(c, -ETIMEDOUT)); /* stops the worker */
+                return;
+        }
         conn_die(c, xasprintf("no SSH session with %s:%u within %u s (stuck at %s: a firewall "
                               "dropping packets, a wrong address, or a very slow server)",
                               c->host, c->port, c->timeout_ms / 1000, conn_stage[c->state]));
@@ -841,6 +988,13 @@ conn_start_ssh(struct ssh_conn *c, int fd)
         if (c->hostkeys)
                 ssh_options_set(c->s, SSH_OPTIONS_HOSTKEYS, c->hostkeys);
         ssh_options_set(c->s, SSH_OPTIONS_FD, &sfd);
+        /* Never the daemon's own SSH_AUTH_SOCK, should libssh ever look for an agent itself. */
+        ssh_options_set(c->s, SSH_OPTIONS_IDENTITY_AGENT, "/dev/null");
+        if (c->agent_fd >= 0 && ssh_set_agent_socket(c->s, c->agent_fd) != SSH_OK) {
+                conn_die(c, xstrdup("libssh does not take the ssh-agent's socket"));
+                return;
+        }
+        c->agent_given = c->agent_fd >= 0;
         ssh_set_blocking(c->s, 0);
         uv_poll_init_socket(c->loop, &c->poll, fd);
         c->poll.data = c;
@@ -970,6 +1124,10 @@ ssh_conn_open(uv_loop_t *loop, const struct ssh_conn_config *cfg, const struct s
         c->cbs = cbs;
         c->ctx = ctx;
         c->fd = -1;
+        c->agent_fd = cfg->agent_fd >= 0 ? fcntl(cfg->agent_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        c->agent_label = cfg->agent_label ? xstrdup(cfg->agent_label) : NULL;
+        if (c->agent_fd >= 0)
+                ssh_agentauth_timeouts(c->agent_fd, c->timeout_ms);
         c->refs = 3; /* the owner's and the timers' */
         list_init(&c->chans);
         uv_timer_init(loop, &c->timer);

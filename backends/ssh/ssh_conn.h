@@ -7,8 +7,11 @@
  * libssh call that answers SSH_AGAIN is repeated on the next event of one uv_poll on that
  * socket (writable only while libssh has output pending). The host key is judged by the owner
  * (check_hostkey) before any credential is offered; authentication is by public key only,
- * with a key the owner imported (never a password, never an ssh-agent, never a file libssh
- * would open itself).
+ * with a key the owner imported, then with the keys of an ssh-agent socket the owner connected
+ * (never a password, never the daemon's own SSH_AUTH_SOCK, never a file libssh would open
+ * itself). The agent part runs on a worker thread (ssh_agentauth.h) with the session's uv_poll
+ * stopped, so the loop never touches the session meanwhile; the connect timeout ends a
+ * stalled agent.
  *
  * Channels deliver their data from libssh's callbacks and consume all of it at once (the
  * window grows again by itself): flow control is the owner's (the agent protocol has its own
@@ -41,10 +44,13 @@ struct ssh_chan;
 struct ssh_conn_config {
         const char *host; /* name or address (copied) */
         unsigned port;
-        const char *user;      /* copied */
-        ssh_key key;           /* the private key, borrowed until on_ready */
-        const char *key_label; /* "identity_file /path", for messages (copied) */
-        const char *hostkeys;  /* host key algorithms to offer (SSH_OPTIONS_HOSTKEYS), or NULL */
+        const char *user;        /* copied */
+        ssh_key key;             /* the private key, borrowed until on_ready; or NULL */
+        const char *key_label;   /* "identity_file /path", for messages (copied) */
+        int agent_fd;            /* an ssh-agent's socket (borrowed: the connection uses a dup), or
+                                    -1 */
+        const char *agent_label; /* "the ssh-agent at /path", for messages (copied) */
+        const char *hostkeys;    /* host key algorithms to offer (SSH_OPTIONS_HOSTKEYS), or NULL */
         unsigned connect_timeout_ms; /* resolve, TCP, handshake and authentication */
         unsigned user_timeout_ms;    /* TCP_USER_TIMEOUT (0: the kernel's) */
         int fd; /* a connected stream to use instead of host:port (stolen), or -1 */

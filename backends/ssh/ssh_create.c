@@ -416,6 +416,7 @@ create_new(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
         struct backend_sandbox *sb = xcalloc(1, sizeof(*sb));
 
         sb->refs = 1;
+        sb->agent_fd = -1;
         list_init(&sb->link);
         list_init(&sb->waiters);
         list_init(&sb->plain_queue);

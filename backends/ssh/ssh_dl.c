@@ -49,6 +49,8 @@ static const struct {
         SYM(userauth_none, ssh_userauth_none),
         SYM(userauth_list, ssh_userauth_list),
         SYM(userauth_publickey, ssh_userauth_publickey),
+        SYM(userauth_agent, ssh_userauth_agent),
+        SYM(set_agent_socket, ssh_set_agent_socket),
         SYM(channel_new, ssh_channel_new),
         SYM(channel_free, ssh_channel_free),
         SYM(channel_open_session, ssh_channel_open_session),

@@ -45,6 +45,8 @@ struct ssh_dl {
         __typeof__(ssh_userauth_none) *userauth_none;
         __typeof__(ssh_userauth_list) *userauth_list;
         __typeof__(ssh_userauth_publickey) *userauth_publickey;
+        __typeof__(ssh_userauth_agent) *userauth_agent;
+        __typeof__(ssh_set_agent_socket) *set_agent_socket;
         __typeof__(ssh_channel_new) *channel_new;
         __typeof__(ssh_channel_free) *channel_free;
         __typeof__(ssh_channel_open_session) *channel_open_session;
@@ -105,6 +107,8 @@ int ssh_dl_load(const char **why);
 #define ssh_userauth_none                (*ssh_dl.userauth_none)
 #define ssh_userauth_list                (*ssh_dl.userauth_list)
 #define ssh_userauth_publickey           (*ssh_dl.userauth_publickey)
+#define ssh_userauth_agent               (*ssh_dl.userauth_agent)
+#define ssh_set_agent_socket             (*ssh_dl.set_agent_socket)
 #define ssh_channel_new                  (*ssh_dl.channel_new)
 #define ssh_channel_free                 (*ssh_dl.channel_free)
 #define ssh_channel_open_session         (*ssh_dl.channel_open_session)

@@ -6,8 +6,8 @@
  * uids and groups it names (allow_users, allow_groups; default: the daemon's own uid and root)
  * may use it, and a request may not change where it goes or with what (host, port, user,
  * identity_file, known_hosts) nor weaken its host key policy. A client's own host is reached
- * with files read as the client, so the daemon's rights never reach anything the client could
- * not read itself.
+ * with files read (and an ssh-agent socket connected) as the client, so the daemon's rights
+ * never reach anything the client could not read or reach itself.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -28,7 +28,8 @@ static const char *const ssh_entry_keys[] = {
 
 /* Keys of a request's "ssh" section. */
 static const char *const ssh_request_keys[] = {
-        "host", "port", "user", "identity_file", "known_hosts", "host_key_policy", NULL};
+        "host", "port", "user", "identity_file", "agent_socket", "known_hosts", "host_key_policy",
+        NULL};
 
 /* Frees what h holds. */
 void
@@ -38,6 +39,7 @@ ssh_host_clear(struct ssh_host *h)
         free(h->host);
         free(h->user);
         free(h->identity_file);
+        free(h->agent_socket);
         free(h->known_hosts);
         free(h->remote_dir);
         free(h->jump);
@@ -79,6 +81,13 @@ static bool
 ssh_path_ok(const char *s)
 {
         return s && s[0] == '/' && strlen(s) < PATH_MAX;
+}
+
+/* A Unix socket's path: absolute, and short enough for sockaddr_un. */
+static bool
+ssh_socket_path_ok(const char *s)
+{
+        return ssh_path_ok(s) && strlen(s) < SSH_SOCKET_PATH_MAX;
 }
 
 static bool
@@ -251,7 +260,8 @@ static int
 ssh_entry_request(json_t *sec, const char *name, const struct backend_identity *owner,
                   struct ssh_host *h, struct sbx_error *err)
 {
-        static const char *const fixed[] = {"port", "user", "identity_file", "known_hosts"};
+        static const char *const fixed[] = {"port", "user", "identity_file", "agent_socket",
+                                            "known_hosts"};
         const char *pol = json_string_value(json_object_get(sec, "host_key_policy"));
         bool accept_new = false;
 
@@ -308,6 +318,7 @@ ssh_client_request(json_t *sec, const char *host, const struct backend_identity 
 {
         const char *user = json_string_value(json_object_get(sec, "user"));
         const char *id = json_string_value(json_object_get(sec, "identity_file"));
+        const char *ag = json_string_value(json_object_get(sec, "agent_socket"));
         const char *kh = json_string_value(json_object_get(sec, "known_hosts"));
         const char *pol = json_string_value(json_object_get(sec, "host_key_policy"));
         json_int_t port = json_integer_value(json_object_get(sec, "port"));
@@ -324,20 +335,25 @@ ssh_client_request(json_t *sec, const char *host, const struct backend_identity 
                 return -EINVAL;
         }
         if (!ssh_hostname_ok(host) || (user && !ssh_user_ok(user)) ||
-            (json_object_get(sec, "port") && (port < 1 || port > 65535)) || !ssh_path_ok(id) ||
+            (json_object_get(sec, "port") && (port < 1 || port > 65535)) || (!id && !ag) ||
+            (id && !ssh_path_ok(id)) || (ag && !ssh_socket_path_ok(ag)) ||
             (kh && !ssh_path_ok(kh))) {
                 sbx_error_param(err, "ssh",
-                                "invalid params: ssh needs host (a name or address), "
+                                "invalid params: ssh needs host (a name or address), and "
                                 "identity_file (an absolute path to your private key, read with "
-                                "your permissions), optionally port (1-65535), user (a login "
-                                "name) and known_hosts (an absolute path)");
+                                "your permissions) or agent_socket (the absolute path, under %zu "
+                                "bytes, of your own ssh-agent's socket, connected as you) or "
+                                "both; optionally port (1-65535), user (a login name) and "
+                                "known_hosts (an absolute path)",
+                                SSH_SOCKET_PATH_MAX);
                 return -EINVAL;
         }
         memset(h, 0, sizeof(*h));
         h->host = xstrdup(host);
         h->port = port ? (unsigned) port : 22;
         h->user = xstrdup(user ? user : owner->user ? owner->user : "root");
-        h->identity_file = xstrdup(id);
+        h->identity_file = id ? xstrdup(id) : NULL;
+        h->agent_socket = ag ? xstrdup(ag) : NULL;
         h->known_hosts = kh ? xstrdup(kh) : NULL;
         h->client = true;
         h->accept_new = pol && !strcmp(pol, "accept-new");
@@ -362,7 +378,8 @@ ssh_host_resolve(json_t *sec, const struct backend_identity *owner, struct ssh_h
                     (!json_is_string(v) && !(json_is_integer(v) && !strcmp(k, "port")))) {
                         sbx_error_param(err, "ssh",
                                         "invalid params: ssh.%s is %s (ssh takes host, port, "
-                                        "user, identity_file, known_hosts, host_key_policy)",
+                                        "user, identity_file, agent_socket, known_hosts, "
+                                        "host_key_policy)",
                                         k,
                                         strv_contains(ssh_request_keys, k) ? "of the wrong type"
                                                                            : "not known");
@@ -460,9 +477,10 @@ ssh_host_save(const struct ssh_host *h)
 {
         if (!h->client)
                 return json_pack("{s:s,s:b}", "entry", h->name, "accept_new", h->accept_new);
-        return json_pack("{s:{s:s,s:i,s:s,s:s,s:s?,s:b}}", "client", "host", h->host, "port",
+        return json_pack("{s:{s:s,s:i,s:s,s:s?,s:s?,s:s?,s:b}}", "client", "host", h->host, "port",
                          (int) h->port, "user", h->user, "identity_file", h->identity_file,
-                         "known_hosts", h->known_hosts, "accept_new", h->accept_new);
+                         "agent_socket", h->agent_socket, "known_hosts", h->known_hosts,
+                         "accept_new", h->accept_new);
 }
 
 /* The host of a record: the entry as configured now (it must still be open to owner), or the

@@ -4,6 +4,7 @@
  *   ssh_host.c    host entries and request sections -> struct ssh_host, who may use which
  *   ssh_dl.c      libssh through dlopen
  *   ssh_conn.c    one non-blocking connection and its channels
+ *   ssh_agentauth.c  authentication through an ssh-agent, on a worker thread
  *   ssh_jump.c    a stream to a host through a jump host's direct-tcpip channel
  *   ssh_hostkey.c known_hosts checks on bytes
  *   ssh_trust.c   a sandbox's keys and the judgement of host keys (its host's, its jump host's)
@@ -29,12 +30,13 @@
 #include "protocol/list.h"
 #include "protocol/util.h"
 
-#define SSH_BACKEND    "ssh"
-#define SSH_SECRET_LEN 32
-#define SSH_KEY_MAX    (64u << 10)       /* a private key file */
-#define SSH_KH_MAX     (4u << 20)        /* a known_hosts file */
-#define SSH_HELPER_MAX (64u << 20)       /* output a helper command may return */
-#define SSH_REMOTE_DIR ".cache/sandboxd" /* under the remote home, unless absolute */
+#define SSH_BACKEND         "ssh"
+#define SSH_SECRET_LEN      32
+#define SSH_KEY_MAX         (64u << 10)       /* a private key file */
+#define SSH_KH_MAX          (4u << 20)        /* a known_hosts file */
+#define SSH_SOCKET_PATH_MAX ((size_t) 108)    /* sun_path, with its NUL */
+#define SSH_HELPER_MAX      (64u << 20)       /* output a helper command may return */
+#define SSH_REMOTE_DIR      ".cache/sandboxd" /* under the remote home, unless absolute */
 
 /* Who and where: a host entry of the configuration, or a client's own host. */
 struct ssh_host {
@@ -42,7 +44,8 @@ struct ssh_host {
         char *host;
         unsigned port;
         char *user;
-        char *identity_file;
+        char *identity_file; /* NULL: a client's host authenticated by its agent only */
+        char *agent_socket;  /* a client's ssh-agent (connected as the client), or NULL */
         /* entry: a file the daemon reads and records accept-new keys in (NULL: the backend's
          * known_hosts); client: a file read as the client (NULL: its ~/.ssh/known_hosts) */
         char *known_hosts;
@@ -84,7 +87,9 @@ struct backend_sandbox {
         struct backend_identity who; /* the owner (copied) */
         ssh_key key;
         char *key_label;
-        struct buf kh; /* a client host's known_hosts, read as the owner */
+        int agent_fd;      /* a client's ssh-agent, connected as the client and its; or -1 */
+        char *agent_label; /* "the ssh-agent at /path", for messages */
+        struct buf kh;     /* a client host's known_hosts, read as the owner */
         char *kh_label;
         char *where; /* "on HOST" for messages */
         struct ssh_conn *conn;

@@ -115,6 +115,8 @@ link_conn_config(const struct backend_sandbox *sb, const struct ssh_host *h, ssh
                 .user = h->user,
                 .key = key,
                 .key_label = key_label,
+                .agent_fd = h == &sb->h ? sb->agent_fd : -1, /* a client's host only */
+                .agent_label = h == &sb->h ? sb->agent_label : NULL,
                 .hostkeys = *algs,
                 .connect_timeout_ms = sshb.connect_ms,
                 .user_timeout_ms = sshb.link_timeout_ms,
@@ -201,7 +203,7 @@ ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
                 cb(ctx, sb->conn, NULL);
                 return;
         }
-        if (!sb->key || (sb->h.via && !sb->jump_key)) {
+        if ((!sb->key && sb->agent_fd < 0) || (sb->h.via && !sb->jump_key)) {
                 cb(ctx, NULL, "no credentials for the host (the sandbox is not set up)");
                 return;
         }

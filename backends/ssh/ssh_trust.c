@@ -37,7 +37,8 @@ trust_import_key(const char *label, const char *text, ssh_key *out)
         *out = NULL;
         if (asked)
                 return xasprintf("%s is protected by a passphrase: sandboxd takes no passwords; "
-                                 "use a key without one (readable only by its owner)",
+                                 "use a key without one (readable only by its owner), or add it "
+                                 "to your ssh-agent and name its socket as agent_socket instead",
                                  label);
         return xasprintf("%s is not a private key libssh can read (OpenSSH or PEM format)", label);
 }
@@ -89,18 +90,12 @@ trust_kh_cb(void *ctx, const char *data, size_t len, const char *error, int miss
         trust_cred_done(lc, error && !missing ? xasprintf("known_hosts: %s", error) : NULL);
 }
 
+/* A client host's known_hosts, read as the client: the last credential. */
 static void
-trust_key_cb(void *ctx, const char *data, size_t len, const char *error, int missing)
+trust_client_kh(struct trust_cred *lc)
 {
-        struct trust_cred *lc = ctx;
         struct backend_sandbox *sb = lc->sb;
-        char *why = data ? trust_import_key(sb->key_label, data, &sb->key)
-                         : xasprintf("identity_file: %s", error);
 
-        if (why || !sb->h.client) {
-                trust_cred_done(lc, why);
-                return;
-        }
         free(sb->kh_label);
         sb->kh_label = sb->h.known_hosts
                                ? xstrdup(sb->h.known_hosts)
@@ -111,6 +106,53 @@ trust_key_cb(void *ctx, const char *data, size_t len, const char *error, int mis
         }
         caller_file_read(sshb.loop, &sb->who, sb->kh_label, SSH_KH_MAX, sshb.file_timeout_ms, lc,
                          trust_kh_cb);
+}
+
+static void
+trust_agent_cb(void *ctx, int fd, const char *error)
+{
+        struct trust_cred *lc = ctx;
+        struct backend_sandbox *sb = lc->sb;
+
+        if (fd < 0) {
+                trust_cred_done(lc, xasprintf("agent_socket: %s", error));
+                return;
+        }
+        if (sb->agent_fd >= 0)
+                close(sb->agent_fd);
+        sb->agent_fd = fd;
+        trust_client_kh(lc);
+}
+
+/* A client's ssh-agent, connected as the client (its server must run as the client), then
+ * its known_hosts. */
+static void
+trust_client_agent(struct trust_cred *lc)
+{
+        struct backend_sandbox *sb = lc->sb;
+
+        if (!sb->h.agent_socket) {
+                trust_client_kh(lc);
+                return;
+        }
+        free(sb->agent_label);
+        sb->agent_label = xasprintf("the ssh-agent at %s", sb->h.agent_socket);
+        caller_socket_connect(sshb.loop, &sb->who, sb->h.agent_socket, sshb.file_timeout_ms, lc,
+                              trust_agent_cb);
+}
+
+static void
+trust_key_cb(void *ctx, const char *data, size_t len, const char *error, int missing)
+{
+        struct trust_cred *lc = ctx;
+        struct backend_sandbox *sb = lc->sb;
+        char *why = data ? trust_import_key(sb->key_label, data, &sb->key)
+                         : xasprintf("identity_file: %s", error);
+
+        if (why || !sb->h.client)
+                trust_cred_done(lc, why);
+        else
+                trust_client_agent(lc);
 }
 
 /* A host entry's key, read by the daemon (the operator's file) into *out: NULL or why not
@@ -161,8 +203,13 @@ ssh_trust_credentials(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb c
         lc->ctx = ctx;
         lc->cb = cb;
         free(sb->key_label);
-        sb->key_label = xasprintf("identity_file %s%s", sb->h.identity_file,
+        sb->key_label = xasprintf("identity_file %s%s",
+                                  sb->h.identity_file ? sb->h.identity_file : "(none)",
                                   sb->h.client ? " (read with the client's permissions)" : "");
+        if (sb->h.client && !sb->h.identity_file) {
+                trust_client_agent(lc);
+                return;
+        }
         if (sb->h.client) {
                 caller_file_read(sshb.loop, &sb->who, sb->h.identity_file, SSH_KEY_MAX,
                                  sshb.file_timeout_ms, lc, trust_key_cb);

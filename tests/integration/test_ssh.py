@@ -754,6 +754,177 @@ class SshTrustAndCredentials(unittest.TestCase):
         self.assertIn("client_hosts", res["error"]["message"])
 
 
+AS_NOBODY = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+
+
+def as_nobody_popen(argv, **kw):
+    return subprocess.Popen(AS_NOBODY + argv, **kw)
+
+
+# A Unix socket of nobody's that accepts connections and never answers: a stalled agent.
+STALLED_AGENT = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+print("listening", flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])
+    print("accepted", flush=True)
+"""
+
+
+class SshAgentAuth(unittest.TestCase):
+    """A client's own host through the client's own ssh-agent (started as nobody against a
+    root daemon): a passphrase-protected key in it works; root's agent, an agent with no keys
+    or only keys the server refuses, and a stalled agent are refused with the cause, and a
+    stalled agent never stops the daemon from answering."""
+
+    PASSPHRASE = "correct horse battery staple"
+
+    @classmethod
+    def setUpClass(cls):
+        from ssh_server import keygen
+        cls.env = SshEnv()
+        cls.env.trust()
+        cls.procs = []
+        cls.home = tempfile.mkdtemp(prefix="sbxagent-")  # nobody's: its agents' sockets
+        os.chown(cls.home, NOBODY, NOBODY)
+        os.chmod(cls.home, 0o700)
+        cls.key = os.path.join(cls.home, "pp_ed25519")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", cls.PASSPHRASE, "-C",
+                        "sbx-agent-test", "-f", cls.key], check=True)
+        with open(cls.env.sshd.authorized, "a") as f:
+            f.write(open(cls.key + ".pub").read())
+        cls.other = os.path.join(cls.home, "other_ed25519")  # the server knows no such key
+        keygen(cls.other)
+        cls.askpass = os.path.join(cls.home, "askpass")
+        with open(cls.askpass, "w") as f:
+            f.write("#!/bin/sh\necho '%s'\n" % cls.PASSPHRASE)
+        os.chmod(cls.askpass, 0o700)
+        for path in (cls.key, cls.key + ".pub", cls.other, cls.other + ".pub", cls.askpass):
+            os.chown(path, NOBODY, NOBODY)
+        cls.daemon = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" +
+                            cls.env.config("", "client_hosts = 127.0.0.1\n"))
+        os.chmod(cls.daemon.dir, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.procs:
+            p.kill()
+            p.wait()
+        cls.daemon.stop()
+        cls.env.stop()
+        shutil.rmtree(cls.home, ignore_errors=True)
+
+    @classmethod
+    def agent(cls, name, keys=(), root=False):
+        """An ssh-agent of nobody's (or root's) at HOME/name holding keys; its socket."""
+        sock = os.path.join(cls.home, name)
+        argv = ["ssh-agent", "-D", "-a", sock]
+        # root's agent refuses nobody itself too ("uid mismatch"): not needed to be heard
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
+            if root else as_nobody_popen(argv, stdout=subprocess.DEVNULL)
+        cls.procs.append(p)
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        env = dict(os.environ, SSH_AUTH_SOCK=sock, SSH_ASKPASS=cls.askpass,
+                   SSH_ASKPASS_REQUIRE="force", DISPLAY=":0")
+        for k in keys:
+            add = ["ssh-add", "-q", k]
+            subprocess.run(add if root else AS_NOBODY + add, env=env, check=True,
+                           stdin=subprocess.DEVNULL)
+        return sock
+
+    def ssh(self, sock, **kw):
+        return dict({"host": "127.0.0.1", "port": self.env.relay.port, "user": "root",
+                     "agent_socket": sock, "known_hosts": self.env.known_hosts}, **kw)
+
+    def create_as_nobody(self, ssh):
+        return as_nobody(self.daemon.socket, [["sandbox.create", {"backend": "ssh",
+                                                                   "ssh": ssh}]])[0]
+
+    def test_passphrase_key_through_the_agent(self):
+        sock = self.agent("good", [self.key])
+        res = as_nobody(self.daemon.socket, [
+            ["sandbox.create", {"backend": "ssh", "name": "viaagent", "ssh": self.ssh(sock)}],
+            ["exec", {"sandbox": "viaagent", "argv": ["echo", "through the agent"]}],
+            ["sandbox.destroy", {"id": "viaagent"}]])
+        self.assertIn("result", res[0], res)
+        self.assertEqual(res[1].get("result", {}).get("stdout"), "through the agent\n", res)
+        self.assertIn("result", res[2], res)
+        # the key passed from the agent to the server only: nothing of it in the log
+        blob = open(self.key + ".pub").read().split()[1]
+        self.assertNotIn(blob, self.daemon.read_log())
+        self.assertNotIn(self.PASSPHRASE, self.daemon.read_log())
+
+    def test_agent_of_another_uid_refused(self):
+        """root's agent, reachable by nobody (any spelling of its path): its server is uid 0,
+        so it is refused; one nobody cannot reach is refused by the kernel."""
+        sock = self.agent("roots", [self.env.sshd.user_key], root=True)
+        os.chmod(sock, 0o777)
+        open_dir = tempfile.mkdtemp(prefix="sbxagent-open-", dir=self.env.dir)
+        os.chmod(open_dir, 0o755)
+        link = os.path.join(open_dir, "innocent")
+        os.symlink(sock, link)
+        os.chmod(self.home, 0o711)  # nobody's own dir; root's socket in it, reachable
+        try:
+            for spelling in (sock, link, "/proc/self/root" + sock):
+                res = self.create_as_nobody(self.ssh(spelling))
+                self.assertEqual(res.get("error", {}).get("code"), -32005, res)
+                self.assertIn("is served by uid 0", res["error"]["message"])
+                self.assertIn("not by uid %d" % NOBODY, res["error"]["message"])
+            os.chmod(sock, 0o600)
+            res = self.create_as_nobody(self.ssh(sock))
+            self.assertEqual(res.get("error", {}).get("code"), -32005, res)
+            self.assertIn("cannot connect to '%s' as uid %d: Permission denied"
+                          % (sock, NOBODY), res["error"]["message"])
+        finally:
+            os.chmod(self.home, 0o700)
+
+    def test_agent_without_keys_then_with_refused_keys(self):
+        sock = self.agent("empty")
+        res = self.create_as_nobody(self.ssh(sock))
+        self.assertEqual(res.get("error", {}).get("code"), -32005, res)
+        self.assertIn("the ssh-agent at %s holds no keys" % sock, res["error"]["message"])
+        self.assertIn("ssh-add", res["error"]["message"])
+        env = dict(os.environ, SSH_AUTH_SOCK=sock)
+        subprocess.run(AS_NOBODY + ["ssh-add", "-q", self.other], env=env, check=True)
+        res = self.create_as_nobody(self.ssh(sock))
+        self.assertEqual(res.get("error", {}).get("code"), -32005, res)
+        msg = res["error"]["message"]
+        self.assertIn("refused the 1 key of the ssh-agent at %s" % sock, msg)
+        self.assertIn("offers: publickey", msg)
+        res = self.create_as_nobody(self.ssh(os.path.join(self.home, "none")))
+        self.assertIn("No such file or directory", res.get("error", {}).get("message"), res)
+
+    def test_stalled_agent_times_out_while_the_daemon_answers(self):
+        import threading
+        sock = os.path.join(self.home, "stalled")
+        p = as_nobody_popen(["/usr/bin/python3", "-c", STALLED_AGENT, sock],
+                            stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        self.assertEqual(p.stdout.readline(), "listening\n")
+        out = {}
+        t = threading.Thread(target=lambda: out.update(res=self.create_as_nobody(
+            self.ssh(sock))))
+        t.start()
+        self.assertEqual(p.stdout.readline(), "accepted\n")  # the daemon is waiting on it
+        c = self.daemon.client()
+        for _ in range(3):
+            self.assertIn("version", c.call("daemon.info", timeout=10))
+        self.assertTrue(t.is_alive(), "the create ended before the agent could time out")
+        c.close()
+        t.join(60)
+        res = out["res"]
+        self.assertEqual(res.get("error", {}).get("code"), -32005, res)
+        self.assertIn("the ssh-agent at %s did not answer within 5 s" % sock,
+                      res["error"]["message"])
+
+
 class SshRestart(unittest.TestCase):
     """Daemons one after the other on one state directory: killed (SIGKILL) or stopped
     (SIGTERM) mid-command, mid-start or mid-destroy; the next one takes back what is left."""
