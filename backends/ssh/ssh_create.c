@@ -16,6 +16,7 @@
 #include "backends/ssh/ssh_int.h"
 
 struct ssh_create {
+        struct list link; /* in ssh_creates */
         struct backend_sandbox *sb;
         void *ctx;
         backend_progress_cb progress;
@@ -25,6 +26,8 @@ struct ssh_create {
         bool res[4]; /* resources asked for (cpus, memory_mb, pids, disk_mb): not enforceable */
         struct sbx_error err;
 };
+
+static struct list ssh_creates = {&ssh_creates, &ssh_creates}; /* creates and adopts in progress */
 
 static void create_finish(struct ssh_create *c);
 
@@ -100,6 +103,7 @@ create_enforced(const struct ssh_create *c)
 static void
 create_free(struct ssh_create *c)
 {
+        list_del(&c->link);
         sbx_error_clear(&c->err);
         free(c->workdir);
         free(c);
@@ -427,6 +431,7 @@ create_new(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
         c->sb = sb;
         c->ctx = ctx;
         c->cb = cb;
+        list_add_tail(&ssh_creates, &c->link);
         return c;
 }
 
@@ -562,12 +567,18 @@ ssh_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_cr
         ssh_trust_credentials(sb, c, create_creds_cb);
 }
 
-/* Abandons a create in progress (it ends at its next step). */
+/* Abandons the create in progress for the daemon's ctx (it ends at its next step). */
 void
 ssh_cancel(void *ctx)
 {
-        struct ssh_create *c = ctx;
+        struct ssh_create *c = NULL;
+        struct list *pos;
 
+        for (pos = ssh_creates.next; pos != &ssh_creates && !c; pos = pos->next)
+                if (LIST_ENTRY(pos, struct ssh_create, link)->ctx == ctx)
+                        c = LIST_ENTRY(pos, struct ssh_create, link);
+        if (!c || c->cancelled)
+                return;
         c->cancelled = true;
         if (c->sb->creating == c) { /* waiting for the agent: stop now */
                 c->sb->creating = NULL;

@@ -924,6 +924,28 @@ class SshAgentAuth(unittest.TestCase):
         self.assertIn("the ssh-agent at %s did not answer within 5 s" % sock,
                       res["error"]["message"])
 
+    def test_daemon_stopped_while_a_create_waits(self):
+        """A stop cancels the create waiting on a stalled agent (the create is told so) and
+        the daemon exits cleanly (ssh_cancel once took the daemon's context for its own)."""
+        import threading
+        d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" +
+                   self.env.config("", "client_hosts = 127.0.0.1\n"))
+        os.chmod(d.dir, 0o755)
+        sock = os.path.join(self.home, "stalled-at-stop")
+        p = as_nobody_popen(["/usr/bin/python3", "-c", STALLED_AGENT, sock],
+                            stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        self.assertEqual(p.stdout.readline(), "listening\n")
+        out = {}
+        t = threading.Thread(target=lambda: out.update(res=as_nobody(d.socket, [[
+            "sandbox.create", {"backend": "ssh", "ssh": self.ssh(sock)}]])[0]))
+        t.start()
+        self.assertEqual(p.stdout.readline(), "accepted\n")
+        d.stop()  # raises unless it exits 0
+        t.join(60)
+        self.assertEqual(out["res"].get("error", {}).get("data"), {"state": "cancelled"},
+                         out["res"])
+
 
 class SshRestart(unittest.TestCase):
     """Daemons one after the other on one state directory: killed (SIGKILL) or stopped
