@@ -9,7 +9,7 @@ RUN="bash coreutils procps"
 TEST="python3 python3-venv socat systemd clang-format clang libclang-rt-14-dev docker.io
 busybox-static bash-static dash iproute2 groff-base man-db openssl python3-grpcio
 python3-protobuf protobuf-compiler bubblewrap siftool squashfs-tools git openssh-server
-openssh-client"
+openssh-client python3-paramiko"
 
 want="$BUILD $RUN"
 [ "${1:-}" = "--test" ] && want="$want $TEST"

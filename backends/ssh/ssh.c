@@ -50,6 +50,7 @@ ssh_sandbox_unref(struct backend_sandbox *sb)
                          &sb->sock,
                          &sb->workdir,
                          &sb->plain_note,
+                         &sb->cut_off,
                          (char **) &sb->who.user,
                          (char **) &sb->who.home};
 

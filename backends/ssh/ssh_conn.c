@@ -13,11 +13,14 @@
 #include <unistd.h>
 
 #include "backends/ssh/ssh_agentauth.h"
+#include "backends/ssh/ssh_window.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
 
 #define CONN_PUMP_ROUNDS 64 /* libssh reads 4 KiB a round: at most 256 KiB per event */
 #define CHAN_WRITE_MAX   (64u << 10)
+#define CHAN_READ_MAX    (16u << 10) /* one delivery of what libssh held */
+#define CHAN_SIGNAL_MAX  32          /* an exit-signal name kept */
 
 enum conn_state {
         CS_RESOLVE,
@@ -59,6 +62,7 @@ struct ssh_conn {
         enum conn_state state;
         bool owner_gone, in_pump, poll_init, stepping, step_again;
         char *pending_why;   /* an end asked for inside libssh's callbacks (conn_pump ends it) */
+        bool cut_off;        /* the server went past a channel's window */
         bool connect_called; /* libssh has taken the socket over */
         uv_getaddrinfo_t gai;
         struct addrinfo *ai, *next_ai;
@@ -99,7 +103,12 @@ struct ssh_chan {
         struct ssh_channel_callbacks_struct lcb; /* libssh keeps a pointer: it lives here */
         struct buf out;
         bool owner_gone, eof_wanted, eof_sent, resize_pending, remote_closed, paused, drain;
-        bool denied;          /* the server refused to open it */
+        bool denied;           /* the server refused to open it */
+        bool taking;           /* reading out what libssh held: callbacks leave data there */
+        char *overflow;        /* why the channel ends: its unread output overflowed */
+        struct ssh_window win; /* what libssh holds of it */
+        struct buf kept[2];    /* read out of libssh, not yet delivered (stdout, stderr) */
+        size_t kept_off[2];
         unsigned open_reason; /* SSH_MSG_CHANNEL_OPEN_FAILURE's reason code, or 0 */
         int exit_status;
         char *exit_signal;
@@ -155,7 +164,10 @@ chan_unref(struct ssh_chan *ch)
         free((char *) ch->spec.path);
         free((char *) ch->spec.host);
         free(ch->exit_signal);
+        free(ch->overflow);
         buf_free(&ch->out);
+        buf_free(&ch->kept[0]);
+        buf_free(&ch->kept[1]);
         conn_unref(ch->c);
         free(ch);
 }
@@ -200,16 +212,71 @@ chan_end(struct ssh_chan *ch, const char *error, bool refused)
                 ch->cbs->on_close(ch->ctx, &end);
 }
 
+/* Bytes read out of libssh and not yet delivered. */
+static size_t
+chan_kept(const struct ssh_chan *ch)
+{
+        return ch->kept[0].len - ch->kept_off[0] + ch->kept[1].len - ch->kept_off[1];
+}
+
+/* libssh held more than any window for the channel. With one stream that is the server
+ * sending past the window: the whole connection ends once libssh has returned (this runs
+ * inside whichever libssh call handled the packet: conn_pump or conn_step end it), and its
+ * owner can tell it was cut off (ssh_conn_cut_off). A command's two streams prove nothing:
+ * libssh 0.10 widens the window when one stream's packet arrives while the other's data waits
+ * (channel_rcv_data counts that stream's buffer only), so an honest server can get there;
+ * only that channel ends (chan_step). */
+static void
+chan_past_window(struct ssh_chan *ch, size_t past)
+{
+        struct ssh_conn *c = ch->c;
+
+        if (ch->spec.kind == SSH_CHAN_EXEC && !ch->spec.pty) {
+                if (!ch->overflow)
+                        ch->overflow = xasprintf(
+                                "more than %zu bytes of the command's output waited unread on "
+                                "%s:%u (libssh 0.10 lets a server interleaving stdout and "
+                                "stderr send on past the window): the channel is closed; "
+                                "read the output as it comes, or run it with a pty",
+                                SSH_WINDOW_MAX, c->host, c->port);
+                return;
+        }
+        if (c->pending_why)
+                return;
+        c->cut_off = true;
+        c->pending_why = xasprintf("%s:%u sent %zu bytes past the window of a channel the daemon "
+                                   "was not reading (at most %zu bytes may wait there): a broken "
+                                   "or hostile server, the connection is closed",
+                                   c->host, c->port, past, SSH_WINDOW_MAX);
+}
+
+/* libssh offers everything it holds of the stream. Taken at once while the owner reads and
+ * nothing waits before it; left with libssh (which then grants no window) and counted while
+ * the channel is paused, not open yet, or being read out. */
 static int
 chan_data_cb(ssh_session s, ssh_channel l, void *data, uint32_t len, int is_stderr, void *ud)
 {
         struct ssh_chan *ch = ud;
+        int stream = is_stderr ? 1 : 0;
+        size_t past;
 
-        if (ch->paused && !ch->owner_gone)
-                return 0; /* kept by libssh, the window not grown: the server stops sending */
-        if (!ch->owner_gone && len)
-                ch->cbs->on_data(ch->ctx, is_stderr ? 1 : 0, data, len);
-        return (int) len; /* all of it: flow control is the owner's */
+        if (ch->owner_gone || ch->c->pending_why || ch->overflow) {
+                ssh_window_take(&ch->win, stream, len);
+                return (int) len; /* nobody reads it any more */
+        }
+        if (ch->paused || ch->taking || ch->state != CH_OPEN || chan_kept(ch) ||
+            ssh_window_held(&ch->win)) {
+                past = ssh_window_hold(&ch->win, stream, len);
+                if (past)
+                        chan_past_window(ch, past);
+                else if (!ch->paused && !ch->taking)
+                        ch->drain = true; /* the step delivers it after what waits before it */
+                conn_kick(ch->c);
+                return 0;
+        }
+        if (len)
+                ch->cbs->on_data(ch->ctx, stream, data, len);
+        return (int) len;
 }
 
 static void
@@ -240,7 +307,7 @@ chan_exit_signal_cb(ssh_session s, ssh_channel l, const char *sig, int core, con
         struct ssh_chan *ch = ud;
 
         free(ch->exit_signal);
-        ch->exit_signal = xstrdup(sig ? sig : "?");
+        ch->exit_signal = xstrndup(sig ? sig : "?", CHAN_SIGNAL_MAX);
 }
 
 /* Opens a channel. */
@@ -336,21 +403,74 @@ ssh_chan_resume(struct ssh_chan *ch)
         conn_kick(ch->c);
 }
 
-/* What libssh kept while the channel was paused: libssh offers it again only when the next
- * packet arrives, which a server whose window is full never sends, so it is read here. */
+/* Reads out everything libssh holds of the channel, at once: libssh 0.10 grows the window
+ * on every read whatever it still holds, so reading only what the owner takes would let an
+ * honest server pile data up there, one window more each time the owner pauses. Reads only
+ * what was counted (a flood meanwhile waits in libssh, counted). Whether it read anything. */
+static bool
+chan_take(struct ssh_chan *ch)
+{
+        char b[CHAN_READ_MAX];
+        bool any = false;
+        int n;
+
+        ch->taking = true;
+        for (int stream = 0; stream < 2; stream++) {
+                size_t want = ch->win.held[stream];
+                while (want && ch->l && !ch->c->pending_why) {
+                        n = ssh_channel_read_nonblocking(ch->l, b, MIN(sizeof(b), want), stream);
+                        if (n <= 0) {
+                                ch->win.held[stream] = 0; /* libssh has none of it left */
+                                break;
+                        }
+                        ssh_window_take(&ch->win, stream, (size_t) n);
+                        want -= MIN(want, (size_t) n);
+                        buf_append(&ch->kept[stream], b, (size_t) n);
+                        any = true;
+                }
+        }
+        ch->taking = false;
+        return any;
+}
+
+/* Delivers what was read out, while the owner takes it. */
+static void
+chan_deliver_kept(struct ssh_chan *ch)
+{
+        for (int stream = 0; stream < 2; stream++) {
+                struct buf *k = &ch->kept[stream];
+                while (!ch->paused && !ch->owner_gone && k->len > ch->kept_off[stream]) {
+                        size_t n = MIN(k->len - ch->kept_off[stream], CHAN_READ_MAX);
+                        ch->kept_off[stream] += n;
+                        ch->cbs->on_data(ch->ctx, stream, k->data + ch->kept_off[stream] - n, n);
+                }
+                if (ch->kept_off[stream] == k->len) {
+                        buf_free(k);
+                        ch->kept_off[stream] = 0;
+                }
+        }
+}
+
+/* What libssh held while the owner did not read: libssh offers it again only when the next
+ * packet arrives, which a server whose window is full never sends, so it is read here. A
+ * bounded number of rounds a step (a server that keeps sending gets the next step). */
 static void
 chan_drain(struct ssh_chan *ch)
 {
-        char b[16384];
-        int n;
-
         ch->drain = false;
         ch->c->in_pump = true; /* reading may handle packets: callbacks run */
-        for (int stream = 0; stream < 2; stream++)
-                while (!ch->paused && !ch->owner_gone && ch->l &&
-                       (n = ssh_channel_read_nonblocking(ch->l, b, sizeof(b), stream)) > 0)
-                        ch->cbs->on_data(ch->ctx, stream, b, (size_t) n);
+        for (int i = 0; i < CONN_PUMP_ROUNDS; i++) {
+                if (ch->paused || ch->owner_gone || !ch->l || ch->c->pending_why || ch->overflow)
+                        break;
+                if (!chan_kept(ch) && !chan_take(ch))
+                        break;
+                chan_deliver_kept(ch);
+        }
         ch->c->in_pump = false;
+        if (!ch->paused && !ch->owner_gone && (chan_kept(ch) || ssh_window_held(&ch->win))) {
+                ch->drain = true;
+                conn_kick(ch->c);
+        }
 }
 
 /* The owner lets go. */
@@ -463,6 +583,10 @@ chan_step(struct ssh_chan *ch)
                 chan_teardown(ch);
                 return;
         }
+        if (ch->overflow) {
+                chan_end(ch, ch->overflow, false);
+                return;
+        }
         while (ch->state < CH_OPEN) {
                 rc = chan_setup_call(ch);
                 if (rc == SSH_AGAIN)
@@ -489,7 +613,7 @@ chan_step(struct ssh_chan *ch)
                 chan_drain(ch);
         if (ch->state == CH_OPEN)
                 chan_flush(ch);
-        if (ch->state == CH_OPEN && ch->remote_closed && !ch->paused)
+        if (ch->state == CH_OPEN && ch->remote_closed && !ch->paused && !ch->drain)
                 chan_end(ch, NULL, false);
 }
 
@@ -524,7 +648,7 @@ conn_step_once(struct ssh_conn *c)
                 snap[n++]->refs++;
         }
         for (i = 0; i < n; i++) {
-                if (c->state == CS_UP && snap[i]->state != CH_DONE)
+                if (c->state == CS_UP && !c->pending_why && snap[i]->state != CH_DONE)
                         chan_step(snap[i]);
                 chan_unref(snap[i]);
         }
@@ -546,8 +670,13 @@ conn_step(struct ssh_conn *c)
         do {
                 c->step_again = false;
                 conn_step_once(c);
-        } while (c->step_again && c->state == CS_UP);
+        } while (c->step_again && c->state == CS_UP && !c->pending_why);
         c->stepping = false;
+        if (c->pending_why && c->state == CS_UP) { /* asked for inside a libssh call */
+                char *why = c->pending_why;
+                c->pending_why = NULL;
+                conn_die(c, why);
+        }
         conn_update_poll(c);
         conn_unref(c);
 }
@@ -887,7 +1016,7 @@ conn_pump(struct ssh_conn *c)
         int rc = SSH_OK;
 
         c->in_pump = true;
-        for (int i = 0; i < CONN_PUMP_ROUNDS && rc == SSH_OK; i++)
+        for (int i = 0; i < CONN_PUMP_ROUNDS && rc == SSH_OK && !c->pending_why; i++)
                 rc = ssh_event_dopoll(c->ev, 0);
         c->in_pump = false;
         if (c->pending_why) {
@@ -1181,6 +1310,13 @@ ssh_conn_fail(struct ssh_conn *c, const char *why)
         conn_ref(c);
         conn_end(c, xstrdup(why));
         conn_unref(c);
+}
+
+/* Cut off for going past a window. */
+bool
+ssh_conn_cut_off(const struct ssh_conn *c)
+{
+        return c && c->cut_off;
 }
 
 /* Up and alive. */

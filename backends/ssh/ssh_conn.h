@@ -15,8 +15,19 @@
  *
  * Channels deliver their data from libssh's callbacks and consume all of it at once (the
  * window grows again by itself): flow control is the owner's (the agent protocol has its own
- * windows). Whatever changes libssh state — opens, requests, writes, EOF, close — happens
- * outside libssh's callbacks, in the step that follows each event, so owners may call every
+ * windows). A paused channel, or one not open yet, leaves data with libssh, which grants no
+ * more window then; on resume (or the open) everything libssh holds is read out at once and
+ * delivered while the owner takes it. A server that sends past the window anyway (libssh
+ * 0.10 keeps such data) is cut off once libssh holds more than SSH_WINDOW_MAX and a packet
+ * for a channel (ssh_window.h): the connection ends as lost, with "HOST:PORT sent N bytes
+ * past the window…", and ssh_conn_cut_off says so; for an exec without a pty (two streams,
+ * which libssh 0.10 does not hold back) only that channel ends, with "more than N bytes of
+ * the command's output waited unread…". An exit-signal name is kept to 32 bytes;
+ * the banner (libssh: 256 bytes a line, lines before it dropped) and refusals (libssh's
+ * 1 KiB error text) bound themselves, and connect_timeout_ms bounds the handshake.
+ *
+ * Whatever changes libssh state — opens, requests, writes, EOF, close — happens outside
+ * libssh's callbacks, in the step that follows each event, so owners may call every
  * function here from their callbacks; and no channel callback ever runs inside an owner's call
  * (a call asks for a step on the next loop turn), so the handle ssh_chan_open returns is
  * always stored before its on_open.
@@ -76,6 +87,9 @@ void ssh_conn_close(struct ssh_conn *c);
  * then the owner (on_down, or on_ready before it was up). For a link it rides on (a jump
  * host's) that died. */
 void ssh_conn_fail(struct ssh_conn *c, const char *why);
+/* Whether it ended because its server sent past a channel's window (a broken or hostile
+ * server: not one to connect to again). */
+bool ssh_conn_cut_off(const struct ssh_conn *c);
 /* Whether it is authenticated and alive. */
 bool ssh_conn_up(const struct ssh_conn *c);
 /* "OpenSSH_9.2p1 …"-style server banner version, or 0 when not OpenSSH. */

@@ -5,6 +5,7 @@
  *   ssh_dl.c      libssh through dlopen
  *   ssh_conn.c    one non-blocking connection and its channels
  *   ssh_agentauth.c  authentication through an ssh-agent, on a worker thread
+ *   ssh_window.c  what a server made libssh hold for a channel the daemon is not reading
  *   ssh_jump.c    a stream to a host through a jump host's direct-tcpip channel
  *   ssh_hostkey.c known_hosts checks on bytes
  *   ssh_trust.c   a sandbox's keys and the judgement of host keys (its host's, its jump host's)
@@ -106,6 +107,7 @@ struct backend_sandbox {
         unsigned char secret[SSH_SECRET_LEN];
         bool plain, bridge, destroyed, installed;
         char *plain_note;
+        char *cut_off; /* why its host (or jump host) was cut off: not connected to again */
         struct agent_session *session;
         struct ssh_create *creating;
         const struct backend_upcalls *up;

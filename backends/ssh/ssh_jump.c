@@ -28,6 +28,7 @@ struct ssh_jump {
         uv_pipe_t pipe; /* our end of the socketpair */
         int fd;         /* the other end, until the owner has it */
         bool pipe_init, reading, paused, streaming, over, owner_gone;
+        bool cut_off; /* the jump host went past the channel's window */
         char rbuf[65536];
 };
 
@@ -121,6 +122,7 @@ jump_down_cb(void *ctx, struct ssh_conn *c, const char *why)
 {
         struct ssh_jump *j = ctx;
 
+        j->cut_off = ssh_conn_cut_off(c);
         jump_over(j, xasprintf("the link to %s was lost: %s", j->name, why));
 }
 
@@ -367,6 +369,13 @@ ssh_jump_open(uv_loop_t *loop, const struct ssh_jump_config *cfg, const struct s
         }
         j->conn = ssh_conn_open(loop, &cfg->conn, &jump_conn_cbs, j);
         return j;
+}
+
+/* Cut off. */
+bool
+ssh_jump_cut_off(const struct ssh_jump *j)
+{
+        return j && j->cut_off;
 }
 
 /* The owner lets go. */

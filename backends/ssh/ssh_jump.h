@@ -17,6 +17,7 @@
 #ifndef SANDBOXD_SSH_JUMP_H
 #define SANDBOXD_SSH_JUMP_H
 
+#include <stdbool.h>
 #include <uv.h>
 
 #include "backends/ssh/ssh_conn.h"
@@ -45,6 +46,9 @@ struct ssh_jump_cbs {
  * until ssh_jump_close. */
 struct ssh_jump *ssh_jump_open(uv_loop_t *loop, const struct ssh_jump_config *cfg,
                                const struct ssh_jump_cbs *cbs, void *ctx);
+/* Whether the jump host's connection was cut off for sending past a channel's window
+ * (ssh_conn_cut_off): a broken or hostile jump host. NULL is fine. */
+bool ssh_jump_cut_off(const struct ssh_jump *j);
 /* The owner lets go: everything ends now, no callback follows. NULL is fine. */
 void ssh_jump_close(struct ssh_jump *j);
 

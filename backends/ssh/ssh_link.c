@@ -41,6 +41,19 @@ link_check_jump_hostkey(void *ctx, ssh_key key)
 
 /* ---- the connection ---- */
 
+/* A host (or jump host) that sent past a channel's window is not connected to again for sb:
+ * the session's reconnects fail at once with this, until it gives up (its reconnect window),
+ * instead of meeting the flood again on every attempt. */
+static void
+link_note_cut_off(struct backend_sandbox *sb, struct ssh_conn *c, const char *why)
+{
+        if (sb->cut_off || !(ssh_conn_cut_off(c) || ssh_jump_cut_off(sb->jump)))
+                return;
+        sb->cut_off = xasprintf("%s; the daemon does not connect %s again (destroy the sandbox "
+                                "and create it anew once the server is fixed)",
+                                why, sb->where ? sb->where : "to it");
+}
+
 static void
 link_wake(struct backend_sandbox *sb, struct ssh_conn *c, const char *error)
 {
@@ -75,6 +88,7 @@ link_ready_cb(void *ctx, struct ssh_conn *c, const char *error)
 
         ssh_sandbox_ref(sb);
         if (error) {
+                link_note_cut_off(sb, c, error);
                 if (sb->conn == c)
                         link_close(sb);
                 link_wake(sb, NULL, error);
@@ -93,6 +107,7 @@ link_down_cb(void *ctx, struct ssh_conn *c, const char *why)
 {
         struct backend_sandbox *sb = ctx;
 
+        link_note_cut_off(sb, c, why);
         if (sb->conn == c)
                 link_close(sb);
 }
@@ -149,6 +164,7 @@ link_jump_stream_cb(void *ctx, int fd, const char *error)
                 return;
         }
         ssh_sandbox_ref(sb);
+        link_note_cut_off(sb, NULL, error);
         link_close(sb);
         link_wake(sb, NULL, error);
         ssh_sandbox_unref(sb);
@@ -201,6 +217,10 @@ ssh_link_conn(struct backend_sandbox *sb, void *ctx, ssh_conn_ready_cb cb)
 
         if (ssh_conn_up(sb->conn)) {
                 cb(ctx, sb->conn, NULL);
+                return;
+        }
+        if (sb->cut_off) {
+                cb(ctx, NULL, sb->cut_off);
                 return;
         }
         if ((!sb->key && sb->agent_fd < 0) || (sb->h.via && !sb->jump_key)) {
