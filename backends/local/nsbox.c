@@ -118,11 +118,18 @@ static int
 nsb_check_paths(char **v, const char *key, bool tilde, struct sbx_error *err)
 {
         for (size_t i = 0; v && v[i]; i++) {
-                if (v[i][0] == '/' || (tilde && !strncmp(v[i], "~/", 2)))
-                        continue;
-                sbx_error_param(err, key, "[backend.local] %s: '%s' is not an absolute path%s", key,
-                                v[i], tilde ? " or ~/…" : "");
-                return -1;
+                if (v[i][0] != '/' && !(tilde && !strncmp(v[i], "~/", 2))) {
+                        sbx_error_param(err, key,
+                                        "[backend.local] %s: '%s' is not an absolute "
+                                        "path%s",
+                                        key, v[i], tilde ? " or ~/…" : "");
+                        return -1;
+                }
+                /* Writable: as written, and again where it leads at each create (nsinit.h). */
+                if (!tilde && nsinit_place(v[i])) {
+                        nsbox_place_error(key, v[i], nsinit_place(v[i]), err);
+                        return -1;
+                }
         }
         return 0;
 }

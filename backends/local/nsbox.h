@@ -56,6 +56,8 @@ int nsbox_plan_build(struct nsinit_plan *p, const struct nsbox_request *req,
  * the caller's workdir, -32005 otherwise). */
 void nsbox_plan_error(const struct nsinit_plan *p, const struct nsinit_msg *r,
                       struct sbx_error *err);
+/* The error for a workdir or writable path (param) that nsinit_place refused (its answer). */
+void nsbox_place_error(const char *param, const char *path, int place, struct sbx_error *err);
 /* The writable paths of a plan as the sandbox sees them (new array), for details. */
 json_t *nsbox_plan_writable(const struct nsinit_plan *p);
 

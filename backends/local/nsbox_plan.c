@@ -309,6 +309,9 @@ pb_tree(struct pb *b, const struct nsbox_request *req, const struct nsbox_config
         char **covers = NULL, *h;
 
         pb_src(b, req->workdir, false); /* source 0: errors name it as the workdir */
+        /* One the client named must not replace a place of the sandbox's own (nsinit_place);
+         * the fresh one in the state directory is the daemon's. */
+        b->p->src[0].placed = !req->inside;
         pb_dev(b, cfg->tmpfs_size);
         pb_scratch(b, cfg->tmpfs_size);
         pb_covers(b, cfg, home && strcmp(home, "/") ? home : NULL, &covers);
@@ -318,6 +321,7 @@ pb_tree(struct pb *b, const struct nsbox_request *req, const struct nsbox_config
         op->mkdir = 1;
         for (char **w = cfg->writable; w && *w; w++) {
                 pb_bind(b, *w, NULL, false, true);
+                b->p->src[b->p->nsrc - 1].placed = !b->full;
                 pb_rw(b, *w);
         }
         /* (The home is no cover: its tmpfs stays writable.) Not optional: a cover that a bind
@@ -379,6 +383,36 @@ pb_op_name(uint8_t type)
         return type < ARRAY_SIZE(names) && names[type] ? names[type] : "step";
 }
 
+/* Why nsinit_place refused path (its answer: 1 + 2 * place + inside), as -32602 for param. */
+void
+nsbox_place_error(const char *param, const char *path, int place, struct sbx_error *err)
+{
+        static const struct {
+                const char *dir;
+                int below_ok;
+        } places[] = NSINIT_PLACES;
+        int i = (place - 1) / 2;
+        bool wd = !strcmp(param, "workdir");
+        const char *what = wd ? "workdir" : "[backend.local] writable_paths:";
+        const char *fix = wd ? "use a directory below /tmp or in your home"
+                             : "remove it from [backend.local] writable_paths";
+
+        if (i < 0 || (size_t) i >= ARRAY_SIZE(places))
+                i = 0;
+        if (place % 2 == 0)
+                sbx_error_param(err, param,
+                                "invalid params: %s '%s' leads into %s, which the sandbox has of "
+                                "its own: the host's would show its sockets, devices or kernel "
+                                "files: %s",
+                                what, path, places[i].dir, fix);
+        else
+                sbx_error_param(err, param,
+                                "invalid params: %s '%s' is, or is above, %s, which the sandbox "
+                                "has of its own: binding it would put the host's %s in its "
+                                "place: %s",
+                                what, path, places[i].dir, places[i].dir, fix);
+}
+
 /* A report as an error. */
 void
 nsbox_plan_error(const struct nsinit_plan *p, const struct nsinit_msg *r, struct sbx_error *err)
@@ -394,6 +428,9 @@ nsbox_plan_error(const struct nsinit_plan *p, const struct nsinit_msg *r, struct
                                 "invalid params: %s '%s' is, under another name, one of [backend."
                                 "local] hidden_paths or inside one: name a directory outside them",
                                 i == 0 ? "workdir" : "path", p->pool + p->src[i].path);
+        else if (r->step == NSI_STEP_PLACE && i >= 0 && (uint32_t) i < p->nsrc)
+                nsbox_place_error(i == 0 ? "workdir" : "writable_paths", p->pool + p->src[i].path,
+                                  r->err, err);
         else if (r->step == NSI_STEP_SOURCE && i == 0)
                 sbx_error_param(err, "workdir", "invalid params: workdir '%s': %s",
                                 p->pool + p->src[0].path, strerror(r->err));

@@ -234,6 +234,39 @@ class IsolationTest(unittest.TestCase):
             self.c.call("sandbox.create", dict(ISO, workdir=alias))
         self.assertIn("hidden_paths", str(e.exception))
 
+    def test_a_workdir_on_a_place_of_the_sandbox_is_refused(self):
+        # A bind there would put the host's /tmp, /run (the caller's D-Bus session), /dev,
+        # /proc or /sys in place of the sandbox's own; "/" was silently not bound, "/tmp"
+        # showed the sandbox's own root. Also under other names, resolved as the caller.
+        link = os.path.join(self.base, "run-%s" % type(self).__name__)
+        os.symlink("/run", link)
+        for wd in ("/", "/tmp", "/var", "/run", "/dev/shm", "/proc/self/root", "/sys", link):
+            with self.subTest(workdir=wd):
+                r = self.c.request("sandbox.create", dict(ISO, workdir=wd))
+                if "result" in r:
+                    self.c.call("sandbox.destroy", {"id": r["result"]["id"]})
+                self.assertEqual(r.get("error", {}).get("code"), -32602, r)
+                self.assertEqual(r["error"]["data"]["param"], "workdir", r)
+                self.assertIn("'%s'" % wd, r["error"]["message"])
+                self.assertIn("below /tmp or in your home", r["error"]["message"])
+        # Below /tmp stays allowed: the host's directory, writable, and the private /tmp.
+        below = tempfile.mkdtemp(prefix="sbxiso-below-", dir="/tmp")
+        beside = tempfile.NamedTemporaryFile(prefix="sbxiso-beside-", dir="/tmp")
+        try:
+            os.chown(below, self.owner, self.owner)
+            sb = self.c.call("sandbox.create", dict(ISO, workdir=below))
+            r = self.c.call("exec", {"sandbox": sb["id"],
+                                     "command": "echo in > %s/x && ls -A /tmp" % below})
+            self.c.call("sandbox.destroy", {"id": sb["id"]})
+            self.assertEqual(r["exit_code"], 0, r)
+            self.assertIn(os.path.basename(below), r["stdout"].split())
+            self.assertNotIn(os.path.basename(beside.name), r["stdout"].split())
+            with open(os.path.join(below, "x")) as f:
+                self.assertEqual(f.read(), "in\n")
+        finally:
+            beside.close()
+            shutil.rmtree(below, ignore_errors=True)
+
     def test_a_home_readonly_symlink_to_a_hidden_path_shows_nothing(self):
         # A home_readonly file of the real home that is a symlink to a hidden path (planted
         # by anything that could write the real home, e.g. a sandbox whose workdir it was).

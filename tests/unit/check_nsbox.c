@@ -225,6 +225,49 @@ START_TEST(test_errors_name_the_step_and_path)
 }
 END_TEST
 
+/* What a workdir or writable path may be (nsinit.h): below /tmp or /var/tmp, or anywhere that
+ * is neither one of the sandbox's own places, above one, nor inside /run, /dev, /proc, /sys. */
+START_TEST(test_places)
+{
+        static const char *const refused[] = {
+                "/",          "/tmp",           "/tmp/",        "/var/tmp", "/var",
+                "/run",       "/run/user/1000", "/run/user",    "/dev",     "/dev/shm",
+                "/dev/shm/x", "/proc",          "/proc/1/root", "/sys",     "/sys/fs/cgroup",
+                "//",
+        };
+        static const char *const allowed[] = {
+                "/tmp/x",           "/tmp/x/y",  "/var/tmp/build", "/home/alice",
+                "/home/alice/proj", "/srv/proj", "/var/lib/x",     "/tmpfoo",
+                "/runner",          "/device",   "/var/tmpx",      "/usr",
+        };
+        struct nsinit_msg m = {.type = NSI_MSG_FAIL, .step = NSI_STEP_PLACE, .index = 0};
+        struct sbx_error err = {0};
+        int rc;
+        struct nsinit_plan *p;
+
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
+                ck_assert_msg(nsinit_place(refused[i]) != 0, "%s allowed", refused[i]);
+        for (size_t i = 0; i < ARRAY_SIZE(allowed); i++)
+                ck_assert_msg(nsinit_place(allowed[i]) == 0, "%s refused", allowed[i]);
+        /* The answer names the place and whether the path is inside it or above it. */
+        ck_assert_int_eq(nsinit_place("/var"), nsinit_place("/var/tmp"));
+        ck_assert_int_ne(nsinit_place("/run"), nsinit_place("/run/user/1000"));
+        /* The workdir and the writable paths are checked where they lead; nothing else is. */
+        p = plan_for("/home/alice", NULL, &err, &rc);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_uint_eq(p->src[0].placed, 1);
+        ck_assert_uint_eq(p->src[p->ops[find_op(p, NSI_BIND, "/var/cache/shared")].src].placed, 1);
+        ck_assert_uint_eq(p->src[p->ops[find_op(p, NSI_BIND, "/home/alice/.gitconfig")].src].placed,
+                          0);
+        m.err = nsinit_place("/run/user/1000");
+        nsbox_plan_error(p, &m, &err);
+        ck_assert_int_eq(err.code, -32602);
+        ck_assert_ptr_nonnull(strstr(err.message, "'/srv/proj' leads into /run"));
+        ck_assert_ptr_nonnull(strstr(err.message, "below /tmp or in your home"));
+        sbx_error_clear(&err);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -239,6 +282,7 @@ main(void)
         tcase_add_test(tc, test_each_cover_once);
         tcase_add_test(tc, test_too_large_fails_whole);
         tcase_add_test(tc, test_errors_name_the_step_and_path);
+        tcase_add_test(tc, test_places);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #define NSINIT_MAGIC   0x6e73626fu /* "nsbo" */
-#define NSINIT_VERSION 1
+#define NSINIT_VERSION 2
 
 #define NSINIT_FD_PLAN 3
 #define NSINIT_FD_CTL  4
@@ -70,6 +70,8 @@ struct nsinit_op {
 struct nsinit_src {
         uint32_t path;     /* host path, opened O_PATH as the caller before the pivot */
         uint32_t optional; /* absent: the binds of it are skipped */
+        uint32_t placed;   /* a workdir or writable path: where it leads must pass
+                              nsinit_place (else NSI_STEP_PLACE, err = its answer) */
 };
 
 /* Steps of the set-up, reported on failure. */
@@ -92,6 +94,7 @@ enum nsinit_step {
         NSI_STEP_SECCOMP,
         NSI_STEP_STDIO,
         NSI_STEP_HIDDEN, /* a host path to bind leads into a hidden path */
+        NSI_STEP_PLACE,  /* a workdir or writable path leads to a place of the sandbox's own */
 };
 
 enum nsinit_msg_type {
@@ -150,6 +153,41 @@ nsinit_fd_path(const char *prefix, int fd, char *out)
         out[p + n] = '\0';
 }
 
+/* The sandbox's own places: a private tmpfs (/tmp, /var/tmp, /run), its own /dev and /proc,
+ * and /sys (the host's kernel state, read-only). A bind of the host's directory on one of them,
+ * or on a directory above one (/, /var), would put the host's in place of the sandbox's, and
+ * one inside /run, /dev, /proc or /sys would show host sockets (D-Bus, systemd), shared memory
+ * or kernel files: below /tmp and /var/tmp only is a bind allowed. */
+#define NSINIT_PLACES                                                                              \
+        {                                                                                          \
+                {"/tmp", 1}, {"/var/tmp", 1}, {"/run", 0}, {"/dev", 0}, {"/proc", 0}, {"/sys", 0}, \
+        }
+
+/* Whether the host directory at the resolved path real may be bound writable in a sandbox: 0,
+ * or 1 + 2 * i + inside for the place i of NSINIT_PLACES that refuses it (inside: real is
+ * below it, else real is it or above it). Pure, async-signal-safe. */
+static inline int
+nsinit_place(const char *real)
+{
+        static const struct {
+                const char *dir;
+                int below_ok;
+        } places[] = NSINIT_PLACES;
+        size_t n = strlen(real);
+
+        while (n > 1 && real[n - 1] == '/')
+                n--; /* a path as written in the configuration: "/run/" */
+        for (int i = 0; i < (int) (sizeof(places) / sizeof(places[0])); i++) {
+                const char *d = places[i].dir;
+                size_t k = strlen(d);
+                if (n == 1 || (n <= k && !strncmp(d, real, n) && (d[n] == '\0' || d[n] == '/')))
+                        return 1 + 2 * i;
+                if (n > k && !strncmp(real, d, k) && real[k] == '/' && !places[i].below_ok)
+                        return 2 + 2 * i;
+        }
+        return 0;
+}
+
 /* Refused by the seccomp filter with EPERM (filter.c; backend.list shows the names; why each
  * one is in docs/backends/local.md). */
 /* clang-format off */
@@ -181,6 +219,7 @@ nsinit_fd_path(const char *prefix, int fd, char *out)
                 [NSI_STEP_LANDLOCK] = "apply Landlock", [NSI_STEP_SECCOMP] = "apply seccomp",      \
                 [NSI_STEP_STDIO] = "set up stdio",                                                 \
                 [NSI_STEP_HIDDEN] = "bind a path that leads into a hidden path",                   \
+                [NSI_STEP_PLACE] = "bind a path on a place of the sandbox's own",                  \
         }
 
 #endif

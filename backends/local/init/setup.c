@@ -4,10 +4,10 @@
  * sandboxd-nsbox: a user namespace, its maps from the daemon, the caller's identity there
  * (keeping the namespace's capabilities for the set-up only: every host path is opened with
  * the caller's rights), the other namespaces, hostname and loopback, then the fork of the
- * PID 1, which opens the host paths to bind and builds the tree: a copy of the host's root
- * made read-only, nosuid and nodev before it is attached, the plan's steps inside it, one
- * pivot into it, drop the old root; then rlimits and every capability gone for good. The filters of
- * filter.c (no_new_privs, Landlock, seccomp) come last, just before sandboxd-agent runs.
+ * PID 1, which opens the host paths to bind (and copies their trees) and builds the tree: a copy of
+ * the host's root made read-only, nosuid and nodev before it is attached, the plan's steps inside
+ * it, one pivot into it, drop the old root; then rlimits and every capability gone for good. The
+ * filters of filter.c (no_new_privs, Landlock, seccomp) come last, just before sandboxd-agent runs.
  */
 #include <linux/capability.h>
 #include <linux/openat2.h>
@@ -34,7 +34,7 @@
 #include "backends/local/init/nsinit_int.h"
 
 /* Where the new root is attached while it is built: a directory of the host's root, covered
- * in this mount namespace only. */
+ * in this mount namespace only. No bind shows it: the sources are copied before it is there. */
 #define NSI_BASE "/tmp"
 
 static int nsi_src_fd[NSINIT_MAX_SRC];
@@ -148,30 +148,27 @@ setattr(int tfd, unsigned int recursive, uint64_t set)
         return mount_setattr(tfd, "", AT_EMPTY_PATH | recursive, &a, sizeof(a));
 }
 
-/* A bind of a source opened before the pivot (nosuid, nodev; read-only when asked): a detached
- * copy of its tree gets its attributes before it is attached, so it is never writable. */
+/* A bind of a source's tree, copied before anything was mounted (nosuid, nodev; read-only when
+ * asked): the detached copy gets its attributes before it is attached, so it is never
+ * writable. */
 static int
 op_bind(int root, const struct nsinit_op *op, const char *dst)
 {
         struct stat st;
-        int sfd = nsi_src_fd[op->src], tfd, tree, r = -1;
+        int tree = nsi_src_fd[op->src], tfd, r = -1;
 
-        if (sfd < 0)
+        if (tree < 0)
                 return errno = ENOENT, -1;
-        if (fstat(sfd, &st) < 0)
+        if (fstat(tree, &st) < 0)
                 return -1;
         tfd = S_ISDIR(st.st_mode) ? dir_in(root, dst, op->mkdir) : file_in(root, dst);
         if (tfd < 0)
                 return -1;
-        tree = open_tree(sfd, "",
-                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-        if (tree >= 0 && setattr(tree, AT_RECURSIVE,
-                                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                         (op->rdonly ? MOUNT_ATTR_RDONLY : 0)) == 0)
+        if (setattr(tree, AT_RECURSIVE,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->rdonly ? MOUNT_ATTR_RDONLY : 0)) ==
+            0)
                 r = move_mount(tree, "", tfd, "",
                                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-        if (tree >= 0)
-                close(tree);
         close(tfd);
         return r;
 }
@@ -343,19 +340,12 @@ hidden_real(const struct nsinit_plan *p, char (*real)[PATH_MAX])
         return n;
 }
 
-/* Whether the source fd is one of the hidden paths, or inside one, whatever name led to it (a
- * symlink ~/.config/git -> ~/.ssh): the hide by name at the end would not cover it. */
+/* Whether the host's real path real is one of the hidden paths, or inside one, whatever name
+ * led to it (a symlink ~/.config/git -> ~/.ssh): the hide by name at the end would not cover
+ * it. */
 static bool
-src_hidden(int fd, char (*hidden)[PATH_MAX], uint32_t nhidden)
+src_hidden(const char *real, char (*hidden)[PATH_MAX], uint32_t nhidden)
 {
-        char link[40], real[PATH_MAX];
-        ssize_t n;
-
-        nsinit_fd_path("/proc/self/fd/", fd, link);
-        n = readlink(link, real, sizeof(real) - 1);
-        if (n < 0)
-                return true; /* where it leads is unknown: not shown */
-        real[n] = '\0';
         for (uint32_t i = 0; i < nhidden; i++) {
                 size_t k = strlen(hidden[i]);
                 if (!strncmp(real, hidden[i], k) && (real[k] == '\0' || real[k] == '/' || k == 1))
@@ -364,26 +354,63 @@ src_hidden(int fd, char (*hidden)[PATH_MAX], uint32_t nhidden)
         return false;
 }
 
-/* The host paths to bind, opened as the caller while the host's root is still ours. One that
- * leads into a hidden path is not bound: an optional one is left out, the workdir fails. */
+/* Where the opened source fd leads on the host (as the caller resolved it); -1 if unknown. */
+static int
+src_real(int fd, char *real)
+{
+        char link[40];
+        ssize_t n;
+
+        nsinit_fd_path("/proc/self/fd/", fd, link);
+        n = readlink(link, real, PATH_MAX - 1);
+        if (n < 0)
+                return -1;
+        real[n] = '\0';
+        return 0;
+}
+
+/* A detached copy of the tree at the host path of source i, taken before anything of the
+ * sandbox is mounted (so that no source shows the new root, whatever it holds); -1 when it is
+ * absent (or cannot be copied) and optional. Fails the set-up on one that is refused: a path that
+ * leads into a hidden path is not bound (an optional one is left out, the workdir fails), one that
+ * leads to a place of the sandbox's own (nsinit_place) fails either way. */
+static int
+source(const struct nsinit_plan *p, uint32_t i, char (*hidden)[PATH_MAX], uint32_t nhidden)
+{
+        char real[PATH_MAX];
+        int fd = open(nsinit_str(p, p->src[i].path), O_PATH | O_CLOEXEC), e = errno, tree, place;
+
+        if (fd < 0 && !p->src[i].optional)
+                nsinit_fail(NSI_STEP_SOURCE, e, (int) i);
+        if (fd < 0)
+                return -1;
+        /* Where it leads is unknown: not shown. */
+        if (src_real(fd, real) < 0 || src_hidden(real, hidden, nhidden)) {
+                if (!p->src[i].optional)
+                        nsinit_fail(NSI_STEP_HIDDEN, EACCES, (int) i);
+                close(fd);
+                return -1;
+        }
+        if (p->src[i].placed && (place = nsinit_place(real)) != 0)
+                nsinit_fail(NSI_STEP_PLACE, place, (int) i);
+        tree = open_tree(fd, "",
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+        e = errno;
+        close(fd);
+        if (tree < 0 && !p->src[i].optional)
+                nsinit_fail(NSI_STEP_SOURCE, e, (int) i);
+        return tree;
+}
+
+/* The host paths to bind, opened as the caller while the host's root is still ours. */
 static void
 sources(const struct nsinit_plan *p)
 {
         static char hidden[NSINIT_MAX_SRC][PATH_MAX];
         uint32_t nhidden = hidden_real(p, hidden);
 
-        for (uint32_t i = 0; i < p->nsrc; i++) {
-                int fd = open(nsinit_str(p, p->src[i].path), O_PATH | O_CLOEXEC), e = errno;
-                if (fd >= 0 && src_hidden(fd, hidden, nhidden)) {
-                        close(fd);
-                        if (!p->src[i].optional)
-                                nsinit_fail(NSI_STEP_HIDDEN, EACCES, (int) i);
-                        fd = -1;
-                }
-                nsi_src_fd[i] = fd;
-                if (fd < 0 && !p->src[i].optional)
-                        nsinit_fail(NSI_STEP_SOURCE, e, (int) i);
-        }
+        for (uint32_t i = 0; i < p->nsrc; i++)
+                nsi_src_fd[i] = source(p, i, hidden, nhidden);
 }
 
 /* The new root: a copy of the host's whole tree, made read-only, nosuid and nodev while it is
@@ -394,8 +421,6 @@ new_root(void)
 {
         int tree, root;
 
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                nsinit_fail(NSI_STEP_ROOT, errno, -1);
         tree = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0 ||
             setattr(tree, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) <
@@ -570,6 +595,9 @@ pid1(const struct nsinit_plan *p)
         /* Its parent's death (the daemon killing the sandbox) is its own. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 nsinit_fail(NSI_STEP_FORK, errno, -1);
+        /* Private first: the copies of the sources and of the root propagate nothing. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                nsinit_fail(NSI_STEP_ROOT, errno, -1);
         sources(p);
         root = new_root();
         for (uint32_t i = 0; i < p->nops; i++)
