@@ -7,7 +7,9 @@
  * file.read/file.write (in an isolated sandbox's own view); nsbox*.c and init/: the isolation.
  * An isolated sandbox's execs go through its agent's session (backends/agent/).
  */
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -325,6 +327,41 @@ local_sb_free(struct backend_sandbox *b)
 
 /* ---- on the host (isolation "none") ---- */
 
+/* Whether path is a directory who can reach: looked up with who's filesystem ids and groups
+ * (this thread's only, and only for this stat), never with the daemon's rights, so that the
+ * answer tells a caller nothing about what they cannot reach. A daemon that cannot give them
+ * back aborts: it must not go on with a caller's. */
+static bool
+local_dir_as(const struct backend_identity *who, const char *path)
+{
+        /* Not root, or a root caller: the daemon's rights are the caller's, or less. */
+        bool as_is = geteuid() != 0 || who->uid == 0;
+        int n = as_is ? 0 : getgroups(0, NULL);
+        gid_t *saved = xcalloc((size_t) (n > 0 ? n : 1), sizeof(gid_t));
+        struct stat st;
+        bool ok = false;
+
+        if (as_is) {
+                ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        } else if (n >= 0 && getgroups(n, saved) == n &&
+                   /* Not setgroups(): glibc would give every thread the caller's groups. */
+                   syscall(SYS_setgroups, who->ngroups, who->groups) == 0) {
+                setfsgid(who->gid);
+                setfsuid(who->uid);
+                ok = (uid_t) setfsuid((uid_t) -1) == who->uid &&
+                     (gid_t) setfsgid((gid_t) -1) == who->gid && stat(path, &st) == 0 &&
+                     S_ISDIR(st.st_mode);
+                setfsuid(geteuid());
+                setfsgid(getegid());
+                if ((uid_t) setfsuid((uid_t) -1) != geteuid() ||
+                    (gid_t) setfsgid((gid_t) -1) != getegid() ||
+                    syscall(SYS_setgroups, (size_t) n, saved) < 0)
+                        abort();
+        }
+        free(saved);
+        return ok;
+}
+
 static void
 local_create_host(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
 {
@@ -333,14 +370,17 @@ local_create_host(const struct sandbox_spec *spec, void *ctx, backend_create_cb 
         const char *wd = spec->workdir ? spec->workdir : spec->owner->home;
         struct backend_sandbox *b;
         json_t *enforced;
-        struct stat st;
 
         /* Accounts such as nobody have no home: start in "/" rather than fail. */
-        if (!spec->workdir && (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)))
+        if (!spec->workdir && (!wd || !local_dir_as(spec->owner, wd)))
                 wd = "/";
-        if (!wd || stat(wd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                sbx_error_param(&err, "workdir", "invalid params: workdir '%s' is not a directory",
-                                wd ? wd : "(none)");
+        /* One answer for "absent" and "not yours to reach": the caller learns nothing more. */
+        if (!wd || !local_dir_as(spec->owner, wd)) {
+                sbx_error_param(&err, "workdir",
+                                "invalid params: workdir '%s' is not a directory that uid %u can "
+                                "reach (absent, not a directory, or not searchable by it): name "
+                                "a directory of yours",
+                                wd ? wd : "(none)", (unsigned) spec->owner->uid);
                 cb(ctx, NULL, NULL, &err);
                 sbx_error_clear(&err);
                 return;

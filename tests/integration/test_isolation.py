@@ -414,6 +414,21 @@ class RootDaemonOtherCaller(IsolationTest):
     caller = NOBODY
     test_a_home_readonly_symlink_to_a_hidden_path_shows_nothing = None  # nobody has no home
 
+    def test_a_host_workdir_out_of_reach_says_no_more_than_an_absent_one(self):
+        # Checked as the caller, not as the root daemon: whether a path nobody cannot reach
+        # exists is not told, neither by the error nor by a sandbox made there.
+        private = tempfile.mkdtemp(prefix="private-", dir=self.base)  # root's, 0700
+        os.mkdir(os.path.join(private, "dir"))
+        answers = []
+        for wd in (os.path.join(private, "dir"), os.path.join(private, "absent")):
+            r = self.c.request("sandbox.create", {"backend": "local", "workdir": wd,
+                                                  "local": {"isolation": "none"}})
+            if "result" in r:
+                self.c.call("sandbox.destroy", {"id": r["result"]["id"]})
+            self.assertEqual(r.get("error", {}).get("code"), -32602, r)
+            answers.append(r["error"]["message"].replace(wd, "WD"))
+        self.assertEqual(answers[0], answers[1])
+
 
 @unittest.skipIf(os.geteuid() != 0, "needs root to run the daemon as another uid")
 class UnprivilegedDaemon(IsolationTest):
