@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,30 +328,29 @@ local_sb_free(struct backend_sandbox *b)
 
 /* ---- on the host (isolation "none") ---- */
 
-/* Whether path is a directory who can reach: looked up with who's filesystem ids and groups
- * (this thread's only, and only for this stat), never with the daemon's rights, so that the
- * answer tells a caller nothing about what they cannot reach. A daemon that cannot give them
- * back aborts: it must not go on with a caller's. */
-static bool
-local_dir_as(const struct backend_identity *who, const char *path)
+/* fn(path, out) with who's filesystem uid, gid and groups (this thread's only, for that one
+ * call), never with the daemon's rights, so that the answer tells a caller nothing about what
+ * they cannot reach; -1 when they cannot be taken. A daemon that cannot take its own back
+ * aborts: it must not go on with a caller's. */
+static int
+local_as(const struct backend_identity *who, int (*fn)(const char *, void *), const char *path,
+         void *out)
 {
         /* Not root, or a root caller: the daemon's rights are the caller's, or less. */
         bool as_is = geteuid() != 0 || who->uid == 0;
-        int n = as_is ? 0 : getgroups(0, NULL);
+        int n = as_is ? 0 : getgroups(0, NULL), r = -1;
         gid_t *saved = xcalloc((size_t) (n > 0 ? n : 1), sizeof(gid_t));
-        struct stat st;
-        bool ok = false;
 
         if (as_is) {
-                ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+                r = fn(path, out);
         } else if (n >= 0 && getgroups(n, saved) == n &&
                    /* Not setgroups(): glibc would give every thread the caller's groups. */
                    syscall(SYS_setgroups, who->ngroups, who->groups) == 0) {
                 setfsgid(who->gid);
                 setfsuid(who->uid);
-                ok = (uid_t) setfsuid((uid_t) -1) == who->uid &&
-                     (gid_t) setfsgid((gid_t) -1) == who->gid && stat(path, &st) == 0 &&
-                     S_ISDIR(st.st_mode);
+                if ((uid_t) setfsuid((uid_t) -1) == who->uid &&
+                    (gid_t) setfsgid((gid_t) -1) == who->gid)
+                        r = fn(path, out);
                 setfsuid(geteuid());
                 setfsgid(getegid());
                 if ((uid_t) setfsuid((uid_t) -1) != geteuid() ||
@@ -359,7 +359,28 @@ local_dir_as(const struct backend_identity *who, const char *path)
                         abort();
         }
         free(saved);
-        return ok;
+        return r;
+}
+
+static int
+local_is_dir(const char *path, void *out)
+{
+        struct stat st;
+
+        return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static int
+local_realpath(const char *path, void *out)
+{
+        return realpath(path, out) ? 0 : -1;
+}
+
+/* Whether path is a directory who can reach. */
+static bool
+local_dir_as(const struct backend_identity *who, const char *path)
+{
+        return local_as(who, local_is_dir, path, NULL) == 0;
 }
 
 static void
@@ -457,15 +478,37 @@ local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         free(lc);
 }
 
+/* A workdir the client named that leads (resolved as the caller) to a place of the sandbox's
+ * own is refused at once: no sandbox is started for it. sandboxd-nsbox checks the path it
+ * opens again (a symlink changed in between); one that cannot be resolved is its to report. */
+static int
+local_check_place(const struct sandbox_spec *spec, struct sbx_error *err)
+{
+        char real[PATH_MAX];
+        int place;
+
+        if (!spec->workdir || local_as(spec->owner, local_realpath, spec->workdir, real) < 0 ||
+            !(place = nsinit_place(real)))
+                return 0;
+        nsbox_place_error("workdir", spec->workdir, place, err);
+        return -1;
+}
+
 static void
 local_create_ns(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb, bool recreated)
 {
         struct local_create *lc;
         struct sbx_error err = {0};
-        char *fresh = spec->workdir ? NULL : local_fresh_workdir(spec, &err);
+        char *fresh = NULL;
         struct nsbox_request req = {.spec = spec};
         json_t *enforced;
 
+        if (local_check_place(spec, &err) < 0) {
+                cb(ctx, NULL, NULL, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        fresh = spec->workdir ? NULL : local_fresh_workdir(spec, &err);
         if (!spec->workdir && !fresh) {
                 cb(ctx, NULL, NULL, &err);
                 sbx_error_clear(&err);
