@@ -467,6 +467,25 @@ class HostSandboxAndSpecs(unittest.TestCase):
             d.stop()
 
 
+    def test_writable_paths_on_a_place_of_the_sandbox_fail_start_up(self):
+        # An operator's writable path is bound like a workdir: /run would give every sandbox
+        # the host's sockets. Refused as written at start-up (and where it leads at create).
+        d = tempfile.mkdtemp(prefix="sbxiso-cfg-")
+        self.addCleanup(shutil.rmtree, d, True)
+        for path in ("/run", "/var", "/dev/shm/"):
+            with self.subTest(path=path):
+                conf = os.path.join(d, "bad.conf")
+                with open(conf, "w") as f:
+                    f.write("[backend.local]\nwritable_paths = /srv/cache, %s\n" % path)
+                r = subprocess.run([harness.SANDBOXD, "--config", conf, "--socket",
+                                    os.path.join(d, "s.sock"), "--state-dir",
+                                    os.path.join(d, "state")],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("writable_paths: '%s'" % path, r.stderr)
+                self.assertIn("remove it from [backend.local] writable_paths", r.stderr)
+
+
 @unittest.skipIf(os.geteuid() != 0, "needs root: cgroups are made by a root daemon")
 class Limits(unittest.TestCase):
     """The sandbox's PID 1 joins its cgroup: limits hold for everything in it, and the OOM
