@@ -3,7 +3,8 @@
  *   ssh.c         the vtable: configuration, probe, save, shutdown
  *   ssh_host.c    host entries and request sections -> struct ssh_host, who may use which
  *   ssh_dl.c      libssh through dlopen
- *   ssh_conn.c    one non-blocking connection and its channels
+ *   ssh_conn.c    one non-blocking connection (ssh_conn_int.h: what it shares with ssh_chan.c)
+ *   ssh_chan.c    the channels of a connection
  *   ssh_agentauth.c  authentication through an ssh-agent, on a worker thread
  *   ssh_window.c  what a server made libssh hold for a channel the daemon is not reading
  *   ssh_jump.c    a stream to a host through a jump host's direct-tcpip channel

@@ -1,7 +1,7 @@
 /* check_ssh_window — what a server can make the ssh backend hold for a channel it does not
- * read: the accounting (ssh_window.c) and a real libssh connection (ssh_conn.c) to a paramiko
- * server (tests/data/ssh_flood_server.py) that floods past the window, or keeps to it while
- * the channel pauses after every delivery. */
+ * read: the accounting (ssh_window.c) and a real libssh connection (ssh_conn.c, ssh_chan.c) to a
+ * paramiko server (tests/data/ssh_flood_server.py) that floods past the window, or keeps to it
+ * while the channel pauses after every delivery. */
 #include <sys/resource.h>
 #include <sys/wait.h>
 
