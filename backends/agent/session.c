@@ -1,6 +1,7 @@
 /* session.c — an agent session's link: connect through the owner, SYNC, authentication of
  * detached agents, HELLO and the READY that echoes its nonce, PING, loss, reconnect with
- * backoff, giving up. The execs on it are exec.c's. */
+ * backoff, giving up (the same failure 3 times in a row, or no proven link for the window). The
+ * execs on it are exec.c's. */
 #include <sys/random.h>
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #define SESS_BACKOFF_MIN_MS 100u
 #define SESS_BACKOFF_MAX_MS 2000u
 #define SESS_READY_LEN      36u
+#define SESS_SAME_FAILS     3u /* the same failure this many times in a row: give up */
 
 static const struct agent_transport_cbs sess_tcbs;
 static void sess_connect(struct agent_session *s);
@@ -28,6 +30,7 @@ sess_timer_close_cb(uv_handle_t *h)
         free(s->where);
         free(s->error);
         free(s->last_said);
+        free(s->fail_why);
         free(s);
 }
 
@@ -173,12 +176,54 @@ sess_retry_cb(uv_timer_t *t)
         sess_connect(t->data);
 }
 
-/* The link broke (or never came up): try again with backoff, until the time is up. */
+/* A failure the agent's side gave (the transport had connected): true when it is the
+ * SESS_SAME_FAILS-th in a row with the same text and no proven link between — the agent
+ * answers every attempt the same way, and trying again cannot help. */
+static bool
+sess_same_again(struct agent_session *s, const char *why)
+{
+        if (s->fail_why && strcmp(s->fail_why, why) == 0)
+                return ++s->fails >= SESS_SAME_FAILS;
+        free(s->fail_why);
+        s->fail_why = xstrdup(why);
+        s->fails = 1;
+        return false;
+}
+
+/* How long the session may go without a proven link. */
+static uint64_t
+sess_window(const struct agent_session *s)
+{
+        return s->ever_up ? s->cfg.reconnect_timeout_ms : s->cfg.ready_timeout_ms;
+}
+
+/* Why to give up instead of trying again (allocated), or NULL: the same failure
+ * SESS_SAME_FAILS times in a row, or no proven link for the whole window. */
+static char *
+sess_give_up(struct agent_session *s, const char *why, bool counted, uint64_t now)
+{
+        uint64_t limit = sess_window(s);
+
+        if (counted && sess_same_again(s, why))
+                return xasprintf("%s: sandboxd-agent %s failed the same way %u times in a row, "
+                                 "giving up: %s",
+                                 s->backend, s->where, s->fails, why);
+        if (now - s->down_since >= limit)
+                return xasprintf("%s: lost the link to sandboxd-agent %s for %llu s, giving up: "
+                                 "%s",
+                                 s->backend, s->where,
+                                 (unsigned long long) (now - s->down_since) / 1000, why);
+        return NULL;
+}
+
+/* The link broke (or never came up): try again with backoff, until sess_give_up says no. A
+ * connect that failed is not counted as the agent's answer (a host or network may come back
+ * within the window); everything after a transport connected is. */
 static void
 sess_lost(struct agent_session *s, const char *why)
 {
-        uint64_t now = util_now_ms(), limit;
-        bool was_up = s->state == SESS_UP;
+        uint64_t now = util_now_ms();
+        bool was_up = s->state == SESS_UP, counted = s->state != SESS_CONNECTING;
         char *msg;
 
         if (s->state == SESS_GONE)
@@ -189,23 +234,51 @@ sess_lost(struct agent_session *s, const char *why)
                 agent_exec_link_down(s);
         if (!s->down_since)
                 s->down_since = now;
-        limit = s->ever_up ? s->cfg.reconnect_timeout_ms : s->cfg.ready_timeout_ms;
-        if (now - s->down_since >= limit) {
-                msg = xasprintf("lost the link to sandboxd-agent %s for %llu s, giving up: %s",
-                                s->where, (unsigned long long) (now - s->down_since) / 1000, why);
+        if ((msg = sess_give_up(s, why, counted, now))) {
                 sess_gone(s, msg, NULL, false);
                 free(msg);
                 return;
         }
-        if (was_up)
+        if (s->told_up) { /* the owner heard BACK for this link */
+                s->told_up = false;
                 sess_notify(s, BACKEND_LINK_LOST, why);
+        }
         s->state = SESS_RETRY;
         s->backoff_ms =
                 s->backoff_ms ? MIN(2 * s->backoff_ms, SESS_BACKOFF_MAX_MS) : SESS_BACKOFF_MIN_MS;
         uv_timer_start(&s->timer, sess_retry_cb,
-                       MIN(sess_jitter(s->backoff_ms), limit - (now - s->down_since)), 0);
+                       MIN(sess_jitter(s->backoff_ms), sess_window(s) - (now - s->down_since)), 0);
         if (s->ever_up)
                 sess_notify(s, BACKEND_LINK_RECONNECTING, why);
+}
+
+static void
+sess_send_ping(struct agent_session *s, uint64_t now)
+{
+        unsigned char tok[8];
+
+        agent_put64(tok, now);
+        agent_session_send(s, 0, AGENT_PING, tok, sizeof(tok), NULL, 0);
+}
+
+/* The first PONG after READY: the agent took the resumes and the link carries. Only now
+ * does a reconnect count as the link back (the owner hears BACK) and the failure count, the
+ * window and the backoff start over — a READY followed by an error every time is a loop. */
+static void
+sess_proven(struct agent_session *s)
+{
+        if (s->proven)
+                return;
+        s->proven = true;
+        s->down_since = 0;
+        s->backoff_ms = 0;
+        s->fails = 0;
+        free(s->fail_why);
+        s->fail_why = NULL;
+        if (!s->told_up) {
+                s->told_up = true;
+                sess_notify(s, BACKEND_LINK_BACK, NULL);
+        }
 }
 
 static void
@@ -213,7 +286,6 @@ sess_ping_cb(uv_timer_t *t)
 {
         struct agent_session *s = t->data;
         uint64_t now = util_now_ms();
-        unsigned char tok[8];
         char *why;
 
         if (now - s->last_rx >= s->cfg.link_timeout_ms) {
@@ -223,8 +295,7 @@ sess_ping_cb(uv_timer_t *t)
                 free(why);
                 return;
         }
-        agent_put64(tok, now);
-        agent_session_send(s, 0, AGENT_PING, tok, sizeof(tok), NULL, 0);
+        sess_send_ping(s, now);
         uv_timer_start(&s->timer, sess_ping_cb, s->cfg.ping_interval_ms, 0);
 }
 
@@ -388,14 +459,16 @@ sess_on_ready(struct agent_session *s, const unsigned char *p, uint32_t len)
                 agent_exec_agent_restarted(s, !s->ready.detached);
         s->instance = inst;
         s->state = SESS_UP;
-        s->ever_up = true;
-        s->down_since = 0;
-        s->backoff_ms = 0;
+        s->proven = false;
         uv_timer_start(&s->timer, sess_ping_cb, s->cfg.ping_interval_ms, 0);
         agent_exec_link_up(s);
         if (!s->adopting)
                 agent_session_send(s, 0, AGENT_RESUME_END, NULL, 0, NULL, 0);
-        sess_notify(s, BACKEND_LINK_BACK, NULL);
+        sess_send_ping(s, util_now_ms()); /* its PONG proves the link (sess_proven) */
+        if (!s->ever_up) { /* the first READY: owners starting a sandbox wait for it */
+                s->ever_up = s->told_up = true;
+                sess_notify(s, BACKEND_LINK_BACK, NULL);
+        }
         return NULL;
 }
 
@@ -435,6 +508,8 @@ sess_dispatch(struct agent_session *s, uint32_t id, unsigned type, const unsigne
         case AGENT_ERROR:
                 return sess_on_error(s, p, len);
         case AGENT_PONG:
+                if (s->state == SESS_UP)
+                        sess_proven(s);
                 return NULL;
         default:
                 return "unknown message on channel 0";
@@ -482,7 +557,7 @@ sess_sync(struct agent_session *s)
                 }
                 off++;
         }
-        sess_note_error(s, s->in.data, off);
+        sess_note_error(s, s->in.data, s->in.len); /* an ERROR may end what came */
         buf_consume(&s->in, off);
         return false;
 }
@@ -651,6 +726,7 @@ agent_session_retry(struct agent_session *s)
         s->state = SESS_RETRY;
         s->down_since = 0;
         s->backoff_ms = 0;
+        s->fails = 0;
         sess_connect(s);
 }
 

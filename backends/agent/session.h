@@ -42,7 +42,9 @@ struct agent_session_cbs {
          * failure the owner knows is final (the container is gone) is told with
          * agent_session_close instead, before or after cb. */
         void (*connect)(void *ctx, agent_connect_cb cb, void *cb_ctx);
-        /* The link changed. BACK also comes for the first READY (reason NULL); GONE is last. */
+        /* The link changed. BACK comes for the first READY and, after a loss, once the agent
+         * has answered the PING that follows READY and the resumes (reason NULL); GONE is
+         * last (docs/backends/agent.md, "Giving up"). */
         void (*on_link)(void *ctx, enum backend_link state, const char *reason);
         /* READY arrived: NULL accepts, else why the agent is refused (the session goes). May
          * be NULL. */

@@ -30,6 +30,8 @@ struct agent_session {
         bool owner_gone; /* closed or detached: no owner callback any more */
         bool connecting; /* a connect callback is pending */
         bool ever_up, adopting, synced;
+        bool proven;  /* a PONG came on this link since its READY (sess_proven) */
+        bool told_up; /* the owner's last word from us about the link was BACK */
         struct agent_transport *t;
         unsigned gen;   /* bumped on every transport change */
         struct buf in;  /* incoming bytes not yet parsed */
@@ -45,6 +47,8 @@ struct agent_session {
         unsigned backoff_ms;
         char *error;     /* why it is gone */
         char *last_said; /* the last ERROR seen before READY (for messages) */
+        char *fail_why;  /* the last failure after a connect, and how many in a row */
+        unsigned fails;
 };
 
 /* Sends one message (stuffed) when a transport is open. */

@@ -25,6 +25,7 @@
 
 #include "backends/agent/proto.h"
 #include "backends/agent/session.h"
+#include "backends/agent/session_int.h" /* the session's timer: nothing left armed */
 #include "protocol/util.h"
 #include "tests/unit/helper_wire.h"
 
@@ -604,6 +605,65 @@ fake_ready_then_silent(int fd)
         _exit(0);
 }
 
+/* How a fake_fails_again agent answers every connection after its first. */
+enum fake_fail {
+        FAIL_RESUME_ERROR, /* READY, then an ERROR for the RESUME (a session-level error) */
+        FAIL_HELLO_ERROR,  /* an ERROR for the HELLO, then silence (a version mismatch) */
+        FAIL_CLOSE,        /* closes at once after the HELLO */
+};
+static enum fake_fail fake_fail;
+static int fake_nth; /* which connection this child serves (1: the first) */
+
+static void
+fake_error(int fd, const char *text)
+{
+        struct buf b = {0};
+
+        wire_msg(&b, 0, AGENT_ERROR, text, strlen(text) + 1);
+        fake_write(fd, b.data, b.len);
+}
+
+/* The first connection is a working agent: READY, STARTED for the exec, a PONG, then the
+ * link is cut. Every later one fails the same way (fake_fail), as an agent that cannot
+ * resume, was upgraded or dies at once would at every reconnect. */
+static void
+fake_fails_again(int fd)
+{
+        unsigned char w[12] = {0};
+        struct buf b = {0}, p = {0};
+        unsigned type;
+        uint32_t id;
+
+        if (!fake_read(fd, &type, &id, &p) || type != AGENT_HELLO)
+                _exit(3);
+        if (fake_nth > 1 && fake_fail == FAIL_CLOSE)
+                _exit(0);
+        if (fake_nth > 1 && fake_fail == FAIL_HELLO_ERROR) {
+                fake_error(fd, "protocol version 2 is not spoken here");
+                while (fake_read(fd, &type, &id, &p))
+                        ;
+                _exit(0);
+        }
+        wire_ready(&b, p.data + 4, AGENT_PROTO_VERSION, 4242);
+        fake_write(fd, b.data, b.len);
+        buf_consume(&b, b.len);
+        while (fake_read(fd, &type, &id, &p)) {
+                if (type == AGENT_START) {
+                        agent_put32(w, 777);
+                        wire_msg(&b, id, AGENT_STARTED, w, 12);
+                        fake_write(fd, b.data, b.len);
+                        buf_consume(&b, b.len);
+                } else if (type == AGENT_RESUME) {
+                        fake_error(fd, "cannot resume: the spool is unreadable");
+                } else if (type == AGENT_PING && fake_nth == 1) {
+                        wire_msg(&b, 0, AGENT_PONG, p.data, p.len);
+                        fake_write(fd, b.data, b.len);
+                        _exit(0); /* the cut */
+                }
+        }
+        _exit(0);
+}
+
 static void
 fake_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx)
 {
@@ -614,6 +674,7 @@ fake_connect(struct owner *o, agent_connect_cb cb, void *cb_ctx)
                 kill(o->fake_pid, SIGKILL);
                 waitpid(o->fake_pid, NULL, 0);
         }
+        fake_nth = o->connects;
         o->fake_pid = fork();
         ck_assert_int_ge(o->fake_pid, 0);
         if (o->fake_pid == 0) {
@@ -1396,6 +1457,53 @@ START_TEST(test_silent_link_times_out)
 }
 END_TEST
 
+/* An agent that fails the same way at every reconnect: the session gives up after
+ * SESS_SAME_FAILS (3) of them — well inside the reconnect window, which alone would take a
+ * minute, and which a READY before the error reset on every attempt — the exec that ran ends
+ * lost with the agent's words and the backend's name, and nothing is left armed. */
+START_TEST(test_same_failure_gives_up)
+{
+        static const char *const said[] = {
+                [FAIL_RESUME_ERROR] = "cannot resume: the spool is unreadable",
+                [FAIL_HELLO_ERROR] = "protocol version 2 is not spoken here",
+                [FAIL_CLOSE] = "the stream to sandboxd-agent ended",
+        };
+        struct agent_session_config cfg = base_cfg;
+        struct owner o = {.fake = fake_fails_again};
+        char *argv[] = {"sleep", "1000", NULL};
+        struct run r = {0};
+        int connects;
+
+        fake_fail = (enum fake_fail) _i;
+        cfg.ready_timeout_ms = 300;
+        cfg.ping_interval_ms = 5000;
+        cfg.reconnect_timeout_ms = 600000;
+        owner_open(&o, VIA_FAKE, &cfg);
+        start_argv(&o, argv, &r);
+        wait_gone(&o);
+        /* The working link, then three identical failures — with FAIL_CLOSE the cut of the
+         * working link ends the stream with the same words, and counts as the first. */
+        ck_assert_int_eq(o.connects, fake_fail == FAIL_CLOSE ? 3 : 4);
+        ck_assert_msg(strstr(o.reasons[BACKEND_LINK_GONE], "failed the same way 3 times"), "%s",
+                      o.reasons[BACKEND_LINK_GONE]);
+        ck_assert_msg(strstr(o.reasons[BACKEND_LINK_GONE], said[_i]), "%s",
+                      o.reasons[BACKEND_LINK_GONE]);
+        /* One BACK, one LOST, one GONE: not a line per attempt. */
+        ck_assert_int_eq(o.links[BACKEND_LINK_BACK], 1);
+        ck_assert_int_eq(o.links[BACKEND_LINK_LOST], 1);
+        ck_assert_int_eq(o.links[BACKEND_LINK_GONE], 1);
+        finish(&r);
+        ck_assert_msg(!r.error && strstr(r.msg, "lost: test: ") && strstr(r.msg, said[_i]), "%s",
+                      r.msg);
+        ck_assert(!uv_is_active((uv_handle_t *) &o.s->timer));
+        connects = o.connects;
+        run_for(300);
+        ck_assert_int_eq(o.connects, connects);
+        run_free(&r);
+        owner_close(&o);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1414,6 +1522,7 @@ session_suite(void)
         tcase_add_test(tc, test_bridge_killed_and_replaced);
         tcase_add_test(tc, test_adopt_after_restart);
         tcase_add_test(tc, test_resume_refused_beyond_output);
+        tcase_add_loop_test(tc, test_same_failure_gives_up, 0, 3);
         tcase_add_test(tc, test_spool_quota_backpressure);
         tcase_add_test(tc, test_detached_auth);
         tcase_add_test(tc, test_detach_bridge_one_command);
