@@ -785,7 +785,10 @@ START_TEST(test_oom_reported)
                         NULL};
         struct run r = {0};
         run_argv(sb, argv, &r);
-        ck_assert(r.ex.oom_killed);
+        ck_assert_msg(r.ex.oom_killed,
+                      "not reported as OOM-killed: exit %d signal %d, out '%s' err '%s'",
+                      r.ex.exit_code, r.ex.signal, r.out.data ? r.out.data : "",
+                      r.err.data ? r.err.data : "");
         ck_assert_int_eq(r.ex.signal, SIGKILL);
 
         /* a plain exit 137 afterwards is not an OOM */
