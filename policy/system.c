@@ -46,9 +46,25 @@ pid_value(const struct word *w, long *v)
         return end != s && *end == '\0';
 }
 
+/* Whether glibc's regcomp compiles pat in bounded memory: it copies the subexpression before
+ * every `+` and every count of an interval `{n,m}`, so nested operators double the tree each
+ * (`x++++…` with 24 of them took over 2 GiB in fuzz_policy). Short, no interval, few `+`. */
+static bool
+pattern_cheap(const char *pat)
+{
+        size_t plus = 0;
+
+        if (strlen(pat) > 256 || strchr(pat, '{'))
+                return false;
+        for (const char *p = pat; *p; p++)
+                plus += *p == '+';
+        return plus <= 8;
+}
+
 /* A pattern (ERE, as pgrep/pkill read it) that selects the daemon. Plain text is matched
- * without a regex; at most 64 regexes are compiled per evaluation, beyond that every pattern
- * counts as a hit (the verdict only gets stricter). */
+ * without a regex; at most 64 regexes are compiled per evaluation, and only cheap ones
+ * (pattern_cheap): beyond that, or otherwise, a pattern counts as a hit (the verdict only
+ * gets stricter). */
 static bool
 pattern_hits_daemon(struct eval *ev, const char *pat, bool exact, bool icase, bool negate)
 {
@@ -64,7 +80,7 @@ pattern_hits_daemon(struct eval *ev, const char *pat, bool exact, bool icase, bo
                                               : strstr(*s, pat) != NULL)) != negate;
                 return hit;
         }
-        if (++ev->nregex > 64)
+        if (++ev->nregex > 64 || !pattern_cheap(pat))
                 return true;
         char *anchored = exact ? xasprintf("^(%s)$", pat) : xstrdup(pat);
 

@@ -246,6 +246,9 @@ static const struct ccase ccases[] = {
         {4, "pkill -v python", D, "floor.kill-daemon"},
         {4, "killall sandboxd", D, "floor.kill-daemon"},
         {4, "killall -r 'sand.*'", D, "floor.kill-daemon"},
+        /* a pattern glibc's regcomp would need gigabytes for counts as the daemon */
+        {4, "pkill -f 'k++++++++++++++++++++++++l'", D, "floor.kill-daemon"},
+        {4, "killall -r 'a{1,99}{1,99}{1,99}'", D, "floor.kill-daemon"},
         {4, "killall -u user", D, "floor.kill-all"},
         {4, "killall5 -9", D, "floor.kill-all"},
         {4, "systemctl stop sandboxd", D, "floor.kill-daemon"},
