@@ -901,13 +901,18 @@ class SshAgentAuth(unittest.TestCase):
         res = self.create_as_nobody(self.ssh(os.path.join(self.home, "none")))
         self.assertIn("No such file or directory", res.get("error", {}).get("message"), res)
 
-    def test_stalled_agent_times_out_while_the_daemon_answers(self):
-        import threading
-        sock = os.path.join(self.home, "stalled")
+    def stalled_agent(self, name):
+        """An "agent" of nobody's at ~/NAME that accepts and never answers: (path, process)."""
+        sock = os.path.join(self.home, name)
         p = as_nobody_popen(["/usr/bin/python3", "-c", STALLED_AGENT, sock],
                             stdout=subprocess.PIPE, text=True)
         self.procs.append(p)
         self.assertEqual(p.stdout.readline(), "listening\n")
+        return sock, p
+
+    def test_stalled_agent_times_out_while_the_daemon_answers(self):
+        import threading
+        sock, p = self.stalled_agent("stalled")
         out = {}
         t = threading.Thread(target=lambda: out.update(res=self.create_as_nobody(
             self.ssh(sock))))
@@ -931,11 +936,7 @@ class SshAgentAuth(unittest.TestCase):
         d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" +
                    self.env.config("", "client_hosts = 127.0.0.1\n"))
         os.chmod(d.dir, 0o755)
-        sock = os.path.join(self.home, "stalled-at-stop")
-        p = as_nobody_popen(["/usr/bin/python3", "-c", STALLED_AGENT, sock],
-                            stdout=subprocess.PIPE, text=True)
-        self.procs.append(p)
-        self.assertEqual(p.stdout.readline(), "listening\n")
+        sock, p = self.stalled_agent("stalled-at-stop")
         out = {}
         t = threading.Thread(target=lambda: out.update(res=as_nobody(d.socket, [[
             "sandbox.create", {"backend": "ssh", "ssh": self.ssh(sock)}]])[0]))
