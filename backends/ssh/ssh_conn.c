@@ -25,6 +25,12 @@ static const char *const conn_stage[] = {
         [CS_DEAD] = "",
 };
 
+/* At most this many agent steps on worker threads at once, for all connections: libuv's pool has 4
+ * threads and a stalled agent (the client's own) holds one up to the connect timeout; name lookups
+ * need the others. */
+#define CONN_AGENT_WORKERS_MAX 2
+static unsigned conn_agent_workers;
+
 static void conn_io_cb(uv_poll_t *p, int status, int events);
 static void conn_die(struct ssh_conn *c, char *why);
 static void conn_nonblock(struct ssh_conn *c);
@@ -361,6 +367,7 @@ conn_agent_after_cb(uv_work_t *w, int status)
         struct ssh_conn *c = w->data;
         char *why = c->deferred_why;
 
+        conn_agent_workers--;
         c->working = false;
         c->deferred_why = NULL;
         conn_nonblock(c);
@@ -386,13 +393,24 @@ conn_agent_start(struct ssh_conn *c)
 {
         if (c->working)
                 return;
+        if (conn_agent_workers >= CONN_AGENT_WORKERS_MAX) {
+                conn_die(c, xasprintf("authentication with %s:%u through %s: %u other ssh-agent "
+                                      "authentications are in progress (at most %u at once, a "
+                                      "stalled agent holds one up to the connect timeout); try "
+                                      "again in a moment",
+                                      c->host, c->port, c->agent_label, conn_agent_workers,
+                                      CONN_AGENT_WORKERS_MAX));
+                return;
+        }
         uv_poll_stop(&c->poll);
         c->poll_events = 0; /* conn_update_poll starts it again */
         c->working = true;
         c->work.data = c;
         sshconn_ref(c);
+        conn_agent_workers++;
         if (uv_queue_work(c->loop, &c->work, conn_agent_work_cb, conn_agent_after_cb) < 0) {
                 c->working = false;
+                conn_agent_workers--;
                 sshconn_unref(c);
                 conn_die(c, xstrdup("cannot start a worker thread for the ssh-agent"));
         }

@@ -763,15 +763,20 @@ def as_nobody_popen(argv, **kw):
 
 # A Unix socket of nobody's that accepts connections and never answers: a stalled agent.
 STALLED_AGENT = """
-import socket, sys
+import select, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1])
 s.listen(8)
 print("listening", flush=True)
-held = []
+held, asked = [], set()
 while True:
-    held.append(s.accept()[0])
-    print("accepted", flush=True)
+    for r in select.select([s] + [c for c in held if c not in asked], [], [])[0]:
+        if r is s:
+            held.append(s.accept()[0])
+            print("accepted", flush=True)
+        else:
+            asked.add(r)  # a request came: never answered, never read again
+            print("asked", flush=True)
 """
 
 
@@ -928,6 +933,26 @@ class SshAgentAuth(unittest.TestCase):
         self.assertEqual(res.get("error", {}).get("code"), -32005, res)
         self.assertIn("the ssh-agent at %s did not answer within 5 s" % sock,
                       res["error"]["message"])
+
+    def test_stalled_agents_hold_at_most_two_worker_threads(self):
+        """Two creates waiting on a stalled agent take the two worker slots for agent steps;
+        a third is refused at once with the reason, instead of taking the thread pool that name
+        lookups need."""
+        import threading
+        sock, p = self.stalled_agent("stalled-many")
+        threads = []
+        for _ in range(2):
+            t = threading.Thread(target=lambda: self.create_as_nobody(self.ssh(sock)))
+            t.start()
+            threads.append(t)
+            self.assertEqual(p.stdout.readline(), "accepted\n")
+            self.assertEqual(p.stdout.readline(), "asked\n")  # its worker waits on the agent
+        res = self.create_as_nobody(self.ssh(sock))
+        self.assertTrue(all(t.is_alive() for t in threads), "the stalled creates ended early")
+        self.assertIn("other ssh-agent authentications are in progress (at most 2",
+                      res.get("error", {}).get("message", ""), res)
+        for t in threads:
+            t.join(60)
 
     def test_daemon_stopped_while_a_create_waits(self):
         """A stop cancels the create waiting on a stalled agent (the create is told so) and
