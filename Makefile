@@ -84,9 +84,14 @@ NSBOX     := $(B)/sandboxd-nsbox
 NSBOX_SRC := $(sort $(wildcard backends/local/init/*.c)) \
              $(filter-out backends/agent/prog/entry.c,$(AGENT_SRC))
 
+# bench_local's stand-in for Codex CLI's codex-linux-sandbox (bench/codex/stage.c): static musl
+# like Codex's own Linux binary, never sanitized (it runs inside bwrap), installed nowhere.
+CODEX_STAGE := $(B)/bench/codex-stage
+CODEX_STAGE_SRC := $(sort $(wildcard bench/codex/*.c))
+
 ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC) \
              $(BENCH_HELPER_SRC) daemon/main.c \
-             $(AGENT_SRC) $(NSBOX_SRC)
+             $(AGENT_SRC) $(NSBOX_SRC) $(CODEX_STAGE_SRC)
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h tests/fakes/*.c \
              tests/oracle/*.c fuzz/*.c))
 
@@ -134,6 +139,19 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELPER_OBJ) $(LIBA)
 $(B)/bench/%: $(B)/bench/%.o $(BENCH_HELPER_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# musl's headers lack the kernel's: linux/, asm/ and asm-generic/ alone are lent from the system.
+$(B)/bench/kernel-include:
+	@mkdir -p $@
+	ln -sfn /usr/include/linux $@/linux
+	ln -sfn /usr/include/asm-generic $@/asm-generic
+	ln -sfn /usr/include/$(shell gcc -dumpmachine)/asm $@/asm
+
+$(CODEX_STAGE): $(CODEX_STAGE_SRC) | $(B)/bench/kernel-include
+	musl-gcc -std=gnu11 $(WARN) -O2 -static -D_GNU_SOURCE -isystem $(B)/bench/kernel-include \
+		-o $@ $(CODEX_STAGE_SRC)
+
+$(B)/bench/bench_local: | $(CODEX_STAGE)
 
 check: unit-check integration-check
 

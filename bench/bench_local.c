@@ -3,9 +3,13 @@
  * round (A B, B A, A B, …) so that the load of a shared machine weighs on both alike; each
  * line gives both medians and the median of the per-round ratios with their p10-p90 spread:
  *   1. exec round trip of `true` in a running sandbox, vs posix_spawn + waitpid of /bin/true
- *      from this process (target <= 1.5), and vs one bwrap invocation per command with the
- *      flags Codex CLI uses (one bwrap per 10 rounds against those rounds' median; target
- *      <= 0.1), with the floor of that ratio: posix_spawn itself vs that bwrap
+ *      from this process (target <= 1.5); and, every 10 rounds against those rounds' median:
+ *      vs what Codex CLI runs per command (target <= 0.1): its outer codex-linux-sandbox stage
+ *      (a `bwrap --help` probe, a /proc preflight bwrap, then the real bwrap), its inner stage
+ *      (no_new_privs, its seccomp filter, a fork) and the command, all played by codex-stage
+ *      (bench/codex/stage.c, next to this bench); vs that bwrap alone; vs the chain running
+ *      `bash -lc true`, as Codex's shell_command tool does; with the floor of the ratios:
+ *      posix_spawn itself vs the chain and vs the bwrap alone
  *   2. create: sandbox create until its agent is READY (the first exec possible), vs one
  *      `bwrap --ro-bind / / --unshare-all true` (target <= 1.0)
  * sandboxd-nsbox and sandboxd-agent are those of build/<variant>/, next to bench/. Prints "skipped"
@@ -34,14 +38,15 @@ extern const struct backend_ops local_backend_ops;
 static const struct backend_ops *ops = &local_backend_ops;
 static char workdir[] = "/tmp/bench-local-XXXXXX";
 
-/* posix_spawn + waitpid of argv; its exit status (-1: not run). */
+/* posix_spawn + waitpid of argv in envp (NULL: this process's); its exit status (-1: not
+ * run). */
 static int
-spawn_wait(char *const argv[])
+spawn_wait(char *const argv[], char *const envp[])
 {
         pid_t pid;
         int st;
 
-        if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+        if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, envp ? envp : environ) != 0)
                 return -1;
         while (waitpid(pid, &st, 0) < 0)
                 ;
@@ -87,13 +92,13 @@ backend_exec(struct backend_sandbox *sb, int i)
         return bo_exec(ops, sb, argv, envp, i);
 }
 
-/* One spawn of argv; its round trip in ns. */
+/* One spawn of argv in envp (NULL: this process's); its round trip in ns. */
 static uint64_t
-spawn_once(char *const argv[])
+spawn_once(char *const argv[], char *const envp[])
 {
         uint64_t t0 = util_now_ns();
 
-        if (spawn_wait(argv) != 0) {
+        if (spawn_wait(argv, envp) != 0) {
                 fprintf(stderr, "bench_local: %s failed\n", argv[0]);
                 exit(1);
         }
@@ -114,18 +119,27 @@ backend_create(int i)
         return t;
 }
 
+/* name next to this program's directory (up: the helpers of build/<variant>/), or in it. */
+static char *
+next_to_self(const char *up, const char *name)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (n <= 0)
+                return NULL;
+        self[n] = '\0';
+        return xasprintf("%s/%s%s", dirname(self), up, name);
+}
+
 /* The helper programs of build/<variant>/, next to this bench/ directory. */
 static void
 set_program(json_t *cfg, const char *key, const char *name)
 {
-        char self[PATH_MAX], *path;
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *path = next_to_self("../", name);
 
-        if (n <= 0)
-                return;
-        self[n] = '\0';
-        path = xasprintf("%s/../%s", dirname(self), name);
-        json_object_set_new(cfg, key, json_string(path));
+        if (path)
+                json_object_set_new(cfg, key, json_string(path));
         free(path);
 }
 
@@ -183,6 +197,14 @@ pairs_add(struct pairs *p, double a, double b)
         p->r[p->n++] = a / b;
 }
 
+static void
+pairs_free(struct pairs *p)
+{
+        free(p->a);
+        free(p->b);
+        free(p->r);
+}
+
 /* The medians of both, then the median of the per-round ratios and their spread (p10-p90). */
 static void
 pairs_print(struct pairs *p, bool ms, const char *target)
@@ -196,18 +218,23 @@ pairs_print(struct pairs *p, bool ms, const char *target)
                "%.3f-%.3f)%s%s\n",
                p->what, p->n, ms ? 2 : 0, a, ms ? 2 : 0, b, ms ? "ms" : "us", r, r10, r90,
                target ? ", target " : "", target ? target : "");
-        free(p->a);
-        free(p->b);
-        free(p->r);
+        pairs_free(p);
 }
 
 static char *const bwrap_argv[] = {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true", NULL};
-/* The bwrap Codex CLI runs per command (codex-rs/linux-sandbox, bubblewrap pipeline: read-only
- * root, a writable root bound back, fresh /dev and /proc, user+pid+net namespaces, its own
- * session, dies with its parent; peer-apis.md §7 measured this one at 14.3 ms). Codex also
- * execs its own helper inside it to apply seccomp; that is left out, so this baseline is
- * smaller than what Codex pays. The workdir slots are filled in by main(). */
+static char *const true_argv[] = {"/bin/true", NULL};
+
+/* The per-command baselines, run once every 10 exec rounds (docs/performance.md, "Which
+ * baseline", has the reading of Codex's source behind them). W stands for the workdir, S for
+ * codex-stage (bench/codex/stage.c, built next to this bench): main() puts them in. */
+static char ph_workdir[] = "W", ph_stage[] = "S";
+#define W ph_workdir
+#define S ph_stage
+static char *codex_argv[] = {S, "--sandbox-policy-cwd", W, "--", "true", NULL};
+static char *codex_bash_argv[] = {S, "--sandbox-policy-cwd", W, "--", "bash", "-lc", "true", NULL};
+/* The bwrap of that chain alone, running `true` itself: no probe, no preflight, no stages. */
 static char *bwrap_codex_argv[] = {"bwrap",
+                                   "--as-pid-1",
                                    "--new-session",
                                    "--die-with-parent",
                                    "--ro-bind",
@@ -216,8 +243,8 @@ static char *bwrap_codex_argv[] = {"bwrap",
                                    "--dev",
                                    "/dev",
                                    "--bind",
-                                   NULL,
-                                   NULL,
+                                   W,
+                                   W,
                                    "--unshare-user",
                                    "--unshare-pid",
                                    "--unshare-net",
@@ -225,43 +252,121 @@ static char *bwrap_codex_argv[] = {"bwrap",
                                    "/proc",
                                    "true",
                                    NULL};
-static char *const true_argv[] = {"/bin/true", NULL};
+#undef W
+#undef S
+
+struct baseline {
+        const char *what;
+        char **argv;
+        int floor;      /* also report posix_spawn itself against it */
+        int clean_home; /* run with HOME set to the (empty) workdir */
+        char **envp;    /* NULL: this process's */
+        struct pairs p, fl;
+};
+
+/* Codex's shell_command tool runs the user's shell as a login shell (`bash -lc CMD`): that
+ * one runs with an empty HOME, so that it measures the system's profile only. */
+static struct baseline baselines[] = {
+        {.what = "exec true: sandbox vs Codex CLI's per-command chain",
+         .argv = codex_argv,
+         .floor = 1},
+        {.what = "exec true: sandbox vs the bwrap of that chain alone",
+         .argv = bwrap_codex_argv,
+         .floor = 1},
+        {.what = "exec true: sandbox vs Codex's chain running `bash -lc true`",
+         .argv = codex_bash_argv,
+         .clean_home = 1},
+};
+#define NBASE (sizeof(baselines) / sizeof(baselines[0]))
+
+/* This process's environment with HOME=home: a login shell then reads the system's profile
+ * alone, not whatever the user running the bench keeps in theirs. Lives as long as the run. */
+static char **
+env_with_home(const char *home)
+{
+        size_t n = 0, k = 0;
+        char **env;
+
+        while (environ[n])
+                n++;
+        env = xcalloc(n + 2, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], "HOME=", 5) != 0)
+                        env[k++] = environ[i];
+        env[k] = xasprintf("HOME=%s", home);
+        return env;
+}
+
+/* Puts the workdir and codex-stage in every baseline's argv; 0, or -1 where one does not run. */
+static int
+baselines_init(char *stage, int blocks)
+{
+        for (size_t i = 0; i < NBASE; i++) {
+                struct baseline *b = &baselines[i];
+
+                for (char **a = b->argv; *a; a++)
+                        *a = *a == ph_workdir ? workdir : *a == ph_stage ? stage : *a;
+                if (b->clean_home)
+                        b->envp = env_with_home(workdir);
+                if (spawn_wait(b->argv, b->envp) != 0)
+                        return -1;
+                pairs_init(&b->p, b->what, blocks);
+                pairs_init(&b->fl, "  (floor: posix_spawn itself vs the same)", blocks);
+        }
+        return 0;
+}
+
+/* Every baseline once, the order turned every block, against the block's medians. */
+static void
+baselines_round(int block, double exec_p50, double spawn_p50)
+{
+        for (size_t k = 0; k < NBASE; k++) {
+                struct baseline *b = &baselines[(k + (size_t) block) % NBASE];
+                double t = (double) spawn_once(b->argv, b->envp) / 1e3;
+
+                pairs_add(&b->p, exec_p50, t);
+                pairs_add(&b->fl, spawn_p50, t);
+        }
+}
+
+static void
+baselines_print(void)
+{
+        for (size_t i = 0; i < NBASE; i++) {
+                pairs_print(&baselines[i].p, false, i == 0 ? "<= 0.1" : NULL);
+                if (baselines[i].floor)
+                        pairs_print(&baselines[i].fl, false, NULL);
+                else
+                        pairs_free(&baselines[i].fl);
+        }
+}
 
 /* Exec rounds, the sandbox and posix_spawn in turn (the order swapped every round, so that
- * neither always runs on the heels of the other); every 10 rounds one bwrap, compared with
- * the median of those 10 execs (and posix_spawns: the floor, what no sandbox can beat). */
+ * neither always runs on the heels of the other); every 10 rounds the baselines, compared
+ * with the median of those 10 execs (and posix_spawns: the floor, what no sandbox can beat). */
 static void
 measure_exec(struct backend_sandbox *sb, int rounds)
 {
-        struct pairs ex, bw, fl;
-        double blk_e[10], blk_s[10], e, s, b;
+        struct pairs ex;
+        double blk_e[10], blk_s[10], e, s;
 
         pairs_init(&ex, "exec true: sandbox vs posix_spawn+waitpid", rounds);
-        pairs_init(&bw, "exec true: sandbox vs one bwrap per command as Codex runs it",
-                   rounds / 10 + 1);
-        pairs_init(&fl, "  (floor: posix_spawn itself vs bwrap)", rounds / 10 + 1);
         for (int i = 0; i < rounds; i++) {
                 if (i % 2) {
-                        s = (double) spawn_once(true_argv) / 1e3;
+                        s = (double) spawn_once(true_argv, NULL) / 1e3;
                         e = (double) backend_exec(sb, i) / 1e3;
                 } else {
                         e = (double) backend_exec(sb, i) / 1e3;
-                        s = (double) spawn_once(true_argv) / 1e3;
+                        s = (double) spawn_once(true_argv, NULL) / 1e3;
                 }
                 pairs_add(&ex, e, s);
                 blk_e[i % 10] = e;
                 blk_s[i % 10] = s;
-                if (i % 10 == 9) {
-                        b = (double) spawn_once(bwrap_codex_argv) / 1e3;
-                        pairs_add(&bw, bd_median(blk_e, 10), b);
-                        pairs_add(&fl, bd_median(blk_s, 10), b);
-                }
+                if (i % 10 == 9)
+                        baselines_round(i / 10, bd_median(blk_e, 10), bd_median(blk_s, 10));
         }
         pairs_print(&ex, false, "<= 1.5");
-        if (bw.n) {
-                pairs_print(&bw, false, "<= 0.1");
-                pairs_print(&fl, false, NULL);
-        }
+        baselines_print();
 }
 
 /* Create rounds: a create until ready (destroyed after, not counted) and one bwrap, in turn,
@@ -275,11 +380,11 @@ measure_create(int creates)
         pairs_init(&cr, "create until ready vs bwrap --unshare-all true", creates);
         for (int i = 0; i < creates; i++) {
                 if (i % 2) {
-                        b = (double) spawn_once(bwrap_argv) / 1e3;
+                        b = (double) spawn_once(bwrap_argv, NULL) / 1e3;
                         c = (double) backend_create(i) / 1e3;
                 } else {
                         c = (double) backend_create(i) / 1e3;
-                        b = (double) spawn_once(bwrap_argv) / 1e3;
+                        b = (double) spawn_once(bwrap_argv, NULL) / 1e3;
                 }
                 pairs_add(&cr, c, b);
         }
@@ -291,6 +396,7 @@ main(int argc, char **argv)
 {
         int rounds = argc > 1 ? atoi(argv[1]) : 1000, creates = argc > 2 ? atoi(argv[2]) : 30;
         struct backend_sandbox *sb;
+        char *stage;
 
         uv_loop_init(&bo_loop);
         if (rounds < 1 || creates < 1) {
@@ -301,8 +407,12 @@ main(int argc, char **argv)
                 printf("bench_local: skipped (namespace sandboxes unavailable)\n");
                 return 0;
         }
-        bwrap_codex_argv[9] = bwrap_codex_argv[10] = workdir;
-        if (spawn_wait(bwrap_argv) != 0 || spawn_wait(bwrap_codex_argv) != 0) {
+        if (!(stage = next_to_self("", "codex-stage")) || access(stage, X_OK) != 0) {
+                fprintf(stderr, "bench_local: no codex-stage next to this bench: make %s\n",
+                        stage ? stage : "build/std/bench/codex-stage");
+                return 1;
+        }
+        if (spawn_wait(bwrap_argv, NULL) != 0 || baselines_init(stage, rounds / 10 + 1) < 0) {
                 printf("bench_local: skipped (bwrap does not run here)\n");
                 return 0;
         }
@@ -312,5 +422,6 @@ main(int argc, char **argv)
         ops->shutdown();
         uv_run(&bo_loop, UV_RUN_NOWAIT);
         rmdir(workdir);
+        free(stage);
         return 0;
 }

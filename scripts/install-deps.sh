@@ -8,7 +8,7 @@ libsystemd-dev libinih-dev check"
 RUN="bash coreutils procps"
 TEST="python3 python3-venv socat systemd clang-format clang libclang-rt-14-dev docker.io
 busybox-static bash-static dash iproute2 groff-base man-db openssl python3-grpcio
-python3-protobuf protobuf-compiler bubblewrap siftool squashfs-tools git openssh-server
+python3-protobuf protobuf-compiler bubblewrap musl-tools siftool squashfs-tools git openssh-server
 openssh-client python3-paramiko"
 
 want="$BUILD $RUN"
