@@ -391,37 +391,52 @@ measure_create(int creates)
         pairs_print(&cr, true, "<= 1.0");
 }
 
+/* The end of a run: the sandbox (if any) destroyed, the backend shut down, the workdir gone
+ * (on the early ends too); rc. */
+static int
+finish(struct backend_sandbox *sb, char *stage, int rc)
+{
+        if (sb)
+                destroy(sb);
+        ops->shutdown();
+        uv_run(&bo_loop, UV_RUN_NOWAIT);
+        rmdir(workdir);
+        free(stage);
+        return rc;
+}
+
 int
 main(int argc, char **argv)
 {
         int rounds = argc > 1 ? atoi(argv[1]) : 1000, creates = argc > 2 ? atoi(argv[2]) : 30;
-        struct backend_sandbox *sb;
-        char *stage;
+        struct backend_sandbox *sb = NULL;
+        char *stage = NULL;
 
         uv_loop_init(&bo_loop);
         if (rounds < 1 || creates < 1) {
                 fprintf(stderr, "usage: bench_local [exec rounds] [create rounds]\n");
                 return 2;
         }
-        if (!mkdtemp(workdir) || init_backend() < 0 || !(sb = create(0))) {
+        if (!mkdtemp(workdir) || init_backend() < 0) {
+                rmdir(workdir);
                 printf("bench_local: skipped (namespace sandboxes unavailable)\n");
                 return 0;
+        }
+        if (!(sb = create(0))) {
+                printf("bench_local: skipped (namespace sandboxes unavailable)\n");
+                return finish(NULL, stage, 0);
         }
         if (!(stage = next_to_self("", "codex-stage")) || access(stage, X_OK) != 0) {
                 fprintf(stderr, "bench_local: no codex-stage next to this bench: make %s\n",
                         stage ? stage : "build/std/bench/codex-stage");
-                return 1;
+                return finish(sb, stage, 1);
         }
         if (spawn_wait(bwrap_argv, NULL) != 0 || baselines_init(stage, rounds / 10 + 1) < 0) {
                 printf("bench_local: skipped (bwrap does not run here)\n");
-                return 0;
+                return finish(sb, stage, 0);
         }
         measure_exec(sb, rounds);
         destroy(sb);
         measure_create(creates);
-        ops->shutdown();
-        uv_run(&bo_loop, UV_RUN_NOWAIT);
-        rmdir(workdir);
-        free(stage);
-        return 0;
+        return finish(NULL, stage, 0);
 }
