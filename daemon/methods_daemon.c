@@ -322,6 +322,7 @@ check_preview(const struct check_args *a, const struct backend_identity *who,
         ctx->workspace = a->cwd ? a->cwd : local ? who->home : NULL;
         ctx->protected_paths = g.protected_paths;
         ctx->daemon_pid = (long) getpid();
+        sandbox_policy_resolve_as(ctx, who);
 }
 
 /* The context: the named sandbox, the caller's default sandbox, or a preview of it. */
@@ -338,8 +339,8 @@ check_ctx(struct rpc_req *req, const struct check_args *a, const struct backend_
                 const char *backend =
                         a->backend ? a->backend
                                    : json_string_value(json_object_get(a->spec, "backend"));
-                sandbox_policy_ctx(ctx, backend ? backend : g.config->default_backend, uid,
-                                   who->home, a->spec);
+                sandbox_policy_ctx(ctx, backend ? backend : g.config->default_backend, who,
+                                   a->spec);
                 ctx->request_env = a->env;
                 *env = NULL;
                 return 0;

@@ -8,6 +8,7 @@
 #include "daemon/daemon.h"
 #include "daemon/proc_int.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_policy.h"
 #include "daemon/shellstate.h"
 #include "protocol/codec.h"
 #include "protocol/util.h"
@@ -281,6 +282,7 @@ proc_policy_ctx(struct sandbox *sb, const char *cwd, json_t *exec_env, struct po
         ctx->protected_paths = g.protected_paths;
         ctx->workspace = sb->workdir;
         ctx->daemon_pid = (long) getpid();
+        sandbox_policy_resolve_as(ctx, &sb->who);
 }
 
 static void

@@ -723,7 +723,7 @@ sandbox_judge(struct sandbox_create *sc, json_t *facts)
         struct sandbox *sb = sc->sb;
         struct policy_ctx pctx;
 
-        sandbox_policy_ctx(&pctx, sb->ops->name, sb->owner, sb->who.home, sb->spec);
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
         policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
         if (sandbox_invalid(sc))
                 return;
@@ -1252,7 +1252,7 @@ sandbox_rejudge(struct sandbox_create *sc, json_t *facts)
         struct sbx_error err = {0};
         json_t *findings;
 
-        sandbox_policy_ctx(&pctx, sb->ops->name, sb->owner, sb->who.home, sb->spec);
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
         policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
         if (sandbox_invalid(sc))
                 return;

@@ -24,10 +24,11 @@ docker_key(const char *key)
 
 /* Fills ctx for judging a spec. */
 void
-sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const char *home,
+sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, const struct backend_identity *who,
                    json_t *spec)
 {
         const struct backend_ops *ops;
+        uid_t uid = who->uid;
 
         memset(ctx, 0, sizeof(*ctx));
         ctx->backend = backend;
@@ -35,7 +36,7 @@ sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const
         /* Not for an unknown backend: host access would make the workdir a workspace below.
          * The sandbox's own caps: a local one has host access only with isolation "none". */
         ctx->host_access = ops && (backend_caps(ops, spec) & BACKEND_CAP_HOST);
-        ctx->home = home;
+        ctx->home = who->home;
         ctx->protected_paths = g.protected_paths;
         /* The workdir is a host path only for the local backend; in a container it is the
          * container's, and a client-chosen "workspace" would let it bind any host path
@@ -47,6 +48,17 @@ sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const
         ctx->unchecked_fields = docker_key("unchecked_host_config_fields");
         ctx->volume_drivers = docker_key("volume_drivers");
         ctx->runtime = docker_key("runtime");
+        sandbox_policy_resolve_as(ctx, who);
+}
+
+/* Host paths are resolved as the caller could resolve them, unless it is root or the daemon's
+ * uid (whose rights the daemon has anyway). */
+void
+sandbox_policy_resolve_as(struct policy_ctx *ctx, const struct backend_identity *who)
+{
+        ctx->resolve_as = sandbox_policy_unprivileged(who->uid);
+        ctx->who = (struct policy_who){
+                .uid = who->uid, .gid = who->gid, .groups = who->groups, .ngroups = who->ngroups};
 }
 
 static json_t *

@@ -12,10 +12,15 @@
 
 #include "policy/policy.h"
 
-/* Fills ctx (zeroed first) for judging spec (borrowed) of backend for caller uid with home
- * (may be NULL). The strings point into g.config, home and spec: valid while they are. */
-void sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, uid_t uid, const char *home,
-                        json_t *spec);
+struct backend_identity;
+
+/* Fills ctx (zeroed first) for judging spec (borrowed) of backend for the caller who
+ * (borrowed). The strings point into g.config, who and spec: valid while they are. */
+void sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend,
+                        const struct backend_identity *who, json_t *spec);
+/* Has host paths resolved as who could (ctx->resolve_as) when who is neither root nor the
+ * daemon's uid; who's groups are borrowed. */
+void sandbox_policy_resolve_as(struct policy_ctx *ctx, const struct backend_identity *who);
 /* Whether uid is neither root nor the daemon's own uid. */
 bool sandbox_policy_unprivileged(uid_t uid);
 /* What the operator of backend accepts beyond the allowlist, for backend.list details (new

@@ -158,6 +158,9 @@ judge(json_t *spec)
         for (int unpriv = 0; unpriv < 2; unpriv++) {
                 ctx.unprivileged = unpriv;
                 ctx.caller_uid = unpriv ? 1000 : 0;
+                /* ... whose host paths are resolved as it could (policy/hostpath.c) */
+                ctx.resolve_as = unpriv;
+                ctx.who = (struct policy_who){.uid = 1000, .gid = 1000};
                 policy_eval_sandbox(pol, &ctx, spec, facts, &r);
                 if (r.invalid.code && r.verdict != POLICY_DENY)
                         abort();

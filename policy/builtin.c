@@ -122,8 +122,8 @@ static const struct builtin_rule rules[] = {
          "mounts host credentials (or a directory holding them)"},
         {"container.mount-self", D, 0, "mounts the daemon's own configuration or state"},
         {"container.mount-unresolved", D, 0,
-         "mounts a host path that cannot be resolved (~user, a relative or Windows path): it "
-         "may be any path, / included"},
+         "mounts a host path that cannot be resolved (~user, a relative or Windows path, or "
+         "one through a directory the caller may not search): it may be any path, / included"},
         {"container.mount-unprivileged", D, 0,
          "a caller that is not root (or the daemon's owner) may not mount host paths: Docker "
          "mounts them with root's rights"},

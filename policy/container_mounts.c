@@ -5,9 +5,11 @@
  *
  * A host path is normalised and resolved with realpath() (nearest existing parent for a missing
  * tail), and both forms are matched below AND above the protected paths (mounting /var exposes
- * /var/run/docker.sock). For a caller that is neither root nor the daemon's owner no host path
- * is accepted at all: Docker mounts it with root's rights, after the check (a symlink swapped in
- * between reaches any file), and root in the container could plant set-uid files in it.
+ * /var/run/docker.sock); for a caller that is neither root nor the daemon's owner it is resolved
+ * as that caller could (hostpath.c), never with the daemon's rights. For such a caller no host
+ * path is accepted by Docker at all: Docker mounts it with root's rights, after the check (a
+ * symlink swapped in between reaches any file), and root in the container could plant set-uid
+ * files in it.
  */
 #include <ctype.h>
 #include <fnmatch.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "policy/container_int.h"
+#include "policy/hostpath.h"
 #include "protocol/util.h"
 
 static const char *const system_paths[] = {"/etc",
@@ -166,13 +169,19 @@ is_cred(struct eval *ev, const char *path)
 }
 
 /* Resolves symlinks the way the kernel will when Docker mounts the (lexically cleaned) path;
- * a missing tail is kept as written (Docker creates it). */
+ * a missing tail is kept as written (Docker creates it). For a caller the daemon must not
+ * resolve paths for with its own rights (ctx->resolve_as), as that caller could: NULL when a
+ * directory on the way is closed to it. */
 static const char *
 resolve(struct eval *ev, const char *path)
 {
         char buf[PATH_MAX], tmp[PATH_MAX];
         size_t n = strlen(path);
 
+        if (ev->ctx && ev->ctx->resolve_as)
+                return hostpath_resolve_as(&ev->ctx->who, path, buf, sizeof(buf)) < 0
+                               ? NULL
+                               : analyze_path(ev, buf);
         if (n >= sizeof(tmp))
                 return path;
         memcpy(tmp, path, n + 1);
@@ -275,7 +284,11 @@ mount_host_path(struct cjudge *j, const char *param, const char *src)
         }
         if (!(lex = host_path_abs(j, param, src)))
                 return;
-        res = resolve(ev, lex);
+        if (!(res = resolve(ev, lex))) {
+                /* It may be any path: the caller cannot say where it leads, nor can we. */
+                cj_add(j, "container.mount-unresolved", lex);
+                return;
+        }
         r1 = mount_rule(ev, lex);
         r2 = mount_rule(ev, res);
         r = severity(r2) > severity(r1) ? r2 : r1;

@@ -6,6 +6,8 @@
 #ifndef SANDBOXD_POLICY_H
 #define SANDBOXD_POLICY_H
 
+#include <sys/types.h>
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,6 +44,14 @@ struct policy_result {
         struct sbx_error invalid;
 };
 
+/* A caller as the kernel checks its access to files (policy_ctx.resolve_as). */
+struct policy_who {
+        uid_t uid;
+        gid_t gid;
+        const gid_t *groups; /* supplementary groups, borrowed */
+        size_t ngroups;
+};
+
 /* Facts about where a command would run. All fields optional (NULL / false / 0). */
 struct policy_ctx {
         const char *backend; /* "local", "docker", … */
@@ -74,6 +84,12 @@ struct policy_ctx {
         const char *unchecked_fields; /* operator: HostConfig fields accepted unchecked, "A, B" */
         const char *volume_drivers;   /* operator: volume drivers accepted besides local */
         const char *runtime;          /* operator: the OCI runtime of sandboxes; NULL: Docker's */
+        /* With resolve_as set, host paths (bind sources, volume devices) are resolved as who
+         * could resolve them, not with the daemon's rights (for a caller that is neither root
+         * nor the daemon's uid): what lies behind a directory it may not search is not for it
+         * to learn. */
+        bool resolve_as;
+        struct policy_who who;
 };
 
 struct policy;

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import unittest
 
@@ -103,6 +104,31 @@ class SecondUid(NobodyTest):
         self.assertIn(bg, [p["exec_id"] for p in running])
         root.call("process.kill", {"exec_id": bg})
         root.close()
+
+
+    def test_paths_are_resolved_as_the_caller(self):
+        """A root daemon does not tell nobody where a link in a directory closed to it leads."""
+        closed = tempfile.mkdtemp(prefix="sbxid-closed-")  # 0700, root's
+        link = os.path.join(closed, "l")
+        os.symlink("/etc", link)
+        checks = [["policy.check", {"sandbox": {"backend": "local", "mounts": [
+                      {"type": "bind", "source": link, "target": "/h"}]}}],
+                  ["policy.check", {"command": "docker run -v %s:/h img true" % link}]]
+        try:
+            res = as_nobody(self.daemon.socket, checks)
+            os.chmod(closed, 0o755)
+            opened = as_nobody(self.daemon.socket, checks)
+        finally:
+            os.unlink(link)
+            os.rmdir(closed)
+        for r, o in zip(res[:2], opened[:2]):
+            self.assertNotIn("/etc", json.dumps(r), "the answer tells where the link leads")
+            self.assertEqual(r["result"]["verdict"], "deny", r)
+            self.assertEqual([f["rule"] for f in r["result"]["findings"]],
+                             ["container.mount-unresolved"], r)
+            # the control: once nobody may look, the link is followed as before
+            self.assertIn("container.mount-system",
+                          [f["rule"] for f in o["result"]["findings"]], o)
 
 
 @needs_root("needs root to act as a second uid")

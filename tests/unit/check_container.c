@@ -3,11 +3,16 @@
  * the operator's additions, and docker/podman argv with the CLI's flag grammar.
  *
  * JSON in the tables is written with ' for " (j() swaps them) to stay readable. */
+#include <sys/stat.h>
+
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/hostpath.h"
 #include "policy/policy.h"
 #include "protocol/util.h"
 #include "tests/unit/helper_policy.h"
@@ -552,13 +557,30 @@ START_TEST(test_many_findings_keep_deny)
 }
 END_TEST
 
+/* A new directory (made from the template dir) holding name, a symlink to /etc (new path). */
+static char *
+etc_link(char *dir, const char *name)
+{
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *link = xasprintf("%s/%s", dir, name);
+        ck_assert_int_eq(symlink("/etc", link), 0);
+        return link;
+}
+
+/* Removes what etc_link made, and frees link. */
+static void
+etc_unlink(const char *dir, char *link)
+{
+        unlink(link);
+        rmdir(dir);
+        free(link);
+}
+
 /* A symlink inside the workspace that points at /etc is judged as /etc. */
 START_TEST(test_symlink_in_workspace)
 {
         char dir[] = "/tmp/check_container_ws_XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        char *link = xasprintf("%s/innocent", dir);
-        ck_assert_int_eq(symlink("/etc", link), 0);
+        char *link = etc_link(dir, "innocent");
         struct policy_ctx ctx = ctx_for(ROOT);
         struct policy_result r;
         ctx.workspace = dir;
@@ -571,9 +593,105 @@ START_TEST(test_symlink_in_workspace)
         ck_assert(r.host_access);
         policy_result_clear(&r);
         json_decref(spec);
-        unlink(link);
+        etc_unlink(dir, link);
+}
+END_TEST
+
+/* Whether any finding of r names text in its match. */
+static bool
+match_mentions(const struct policy_result *r, const char *text)
+{
+        for (size_t i = 0; i < r->nfindings; i++)
+                if (r->findings[i].match && strstr(r->findings[i].match, text))
+                        return true;
+        return false;
+}
+
+/* A symlink to /etc in a directory the caller may not search: judged without telling it where
+ * the link leads (a root daemon resolving with its own rights would). Once the directory is
+ * open to it (others' bits, its group's, its own), the link is followed and judged as /etc. */
+START_TEST(test_resolve_as_caller)
+{
+        char dir[] = "/tmp/check_container_priv_XXXXXX";
+        char *link = etc_link(dir, "l");
+        struct policy_ctx ctx = ctx_for(ROOT);
+        struct policy_result r;
+        static const struct {
+                mode_t mode;
+                bool owner, group;
+                const char *rule;
+        } steps[] = {{0700, false, false, "container.mount-unresolved"},
+                     {0750, false, false, "container.mount-unresolved"},
+                     {0701, false, false, "container.mount-system"},
+                     {0710, false, true, "container.mount-system"},
+                     {0700, true, false, "container.mount-system"},
+                     {0077, true, false, "container.mount-unresolved"}};
+        json_t *spec = json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "backend", "local", "mounts", "type",
+                                 "bind", "source", link, "target", "/w");
+
+        ctx.backend = "local";
+        ctx.resolve_as = true;
+        for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+                ck_assert_int_eq(chmod(dir, steps[i].mode), 0);
+                ctx.who = (struct policy_who){.uid = steps[i].owner ? getuid() : getuid() + 4242,
+                                              .gid = steps[i].group ? getgid() : getgid() + 4242};
+                policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+                ck_assert_int_eq(r.verdict, POLICY_DENY);
+                ck_assert_msg(policy_test_has_rule(&r, steps[i].rule), "step %zu: no %s", i,
+                              steps[i].rule);
+                ck_assert_msg(!strcmp(steps[i].rule, "container.mount-system") ||
+                                      !match_mentions(&r, "/etc"),
+                              "step %zu: the answer tells where the link leads", i);
+                policy_result_clear(&r);
+        }
+        chmod(dir, 0700);
+        json_decref(spec);
+        etc_unlink(dir, link);
+}
+END_TEST
+
+/* As a caller who may search everything on the way, the walk resolves what realpath does
+ * (relative and absolute links, "..", a missing tail kept) and stops a loop. */
+START_TEST(test_hostpath_walk)
+{
+        char dir[] = "/tmp/check_container_walk_XXXXXX", out[PATH_MAX], want[PATH_MAX];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *sub = xasprintf("%s/sub", dir), *rel = xasprintf("%s/rel", dir);
+        char *up = xasprintf("%s/up", dir), *loop = xasprintf("%s/loop", dir);
+        struct policy_who me = {.uid = getuid(), .gid = getgid()};
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        ck_assert_int_eq(symlink("sub", rel), 0);
+        ck_assert_int_eq(symlink("sub/../rel/../../", up), 0);
+        ck_assert_int_eq(symlink("loop", loop), 0);
+        const char *paths[] = {rel, up, "/etc/ssl/certs", sub, "/proc/sys/kernel"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+                ck_assert_int_eq(hostpath_resolve_as(&me, paths[i], out, sizeof(out)), 0);
+                ck_assert_ptr_nonnull(realpath(paths[i], want));
+                ck_assert_str_eq(out, want);
+        }
+        char *missing = xasprintf("%s/rel/a/b", dir);
+        ck_assert_int_eq(hostpath_resolve_as(&me, missing, out, sizeof(out)), 0);
+        ck_assert_ptr_nonnull(realpath(sub, want));
+        ck_assert_int_lt(strlen(want) + 4, sizeof(want));
+        strcat(want, "/a/b");
+        ck_assert_str_eq(out, want);
+        ck_assert_int_eq(hostpath_resolve_as(&me, loop, out, sizeof(out)), -ELOOP);
+        /* /proc's links tell of the daemon (or of processes only their ptracer may look at) */
+        const char *magic[] = {"/proc/self/root/etc", "/proc/1/cwd/x", "/dev/fd/0",
+                               "/proc/thread-self/root"};
+        for (size_t i = 0; i < ARRAY_SIZE(magic); i++)
+                ck_assert_int_eq(hostpath_resolve_as(&me, magic[i], out, sizeof(out)), -EACCES);
+        unlink(loop);
+        unlink(up);
+        unlink(rel);
+        rmdir(sub);
         rmdir(dir);
-        free(link);
+        free(missing);
+        free(sub);
+        free(rel);
+        free(up);
+        free(loop);
 }
 END_TEST
 
@@ -752,6 +870,8 @@ suite(void)
         tcase_add_loop_test(tc, test_every_field, 0, (int) ARRAY_SIZE(fields));
         tcase_add_test(tc, test_many_findings_keep_deny);
         tcase_add_test(tc, test_symlink_in_workspace);
+        tcase_add_test(tc, test_resolve_as_caller);
+        tcase_add_test(tc, test_hostpath_walk);
         tcase_add_test(tc, test_config_check);
         suite_add_tcase(s, tc);
         tc = tcase_create("cli");
