@@ -5,6 +5,8 @@
  * the Go zero value everywhere ("" / 0 / false / nil), and the checks judge it as such: the
  * daemon merges docker.host_config over its defaults key by key, so a null replaces them.
  */
+#include <sys/stat.h>
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,6 +524,25 @@ hc_volumes_from(struct cjudge *j, const struct hc_field *f, const char *param, j
                 mount_volumes_from(j, param, v);
 }
 
+/* A blkio device as an unprivileged caller may name it: a block device directly in /dev, not
+ * through a link. dockerd stat()s the path as root: anything else would tell the caller what
+ * lies in directories it may not search ("stat /root/x: no such file or directory"), and a
+ * link in a directory it can write (/dev/shm) could be swapped after this check. */
+static void
+blkio_path(struct cjudge *j, const char *param, json_t *e)
+{
+        const char *p = json_string_value(json_object_get(e, "Path"));
+        struct stat st;
+
+        if (!j->unprivileged ||
+            (p && !strncmp(p, "/dev/", 5) && p[5] && !strchr(p + 5, '/') && strcmp(p + 5, ".") &&
+             strcmp(p + 5, "..") && lstat(p, &st) == 0 && S_ISBLK(st.st_mode)))
+                return;
+        cj_invalid(j, cj_fmt(j, "%s.Path", param),
+                   "'%s' is not a block device directly in /dev (write /dev/sda, not a link to it)",
+                   p ? p : "");
+}
+
 /* Arrays of small objects: Ulimits, blkio weight and throttle devices. */
 static void
 hc_objects(struct cjudge *j, const struct hc_field *f, const char *param, json_t *v)
@@ -540,7 +561,11 @@ hc_objects(struct cjudge *j, const struct hc_field *f, const char *param, json_t
         size_t i;
 
         json_array_foreach(v, i, e)
-                cj_object_ok(j, cj_fmt(j, "%s[%zu]", param, i), e, names, types);
+        {
+                const char *p = cj_fmt(j, "%s[%zu]", param, i);
+                if (cj_object_ok(j, p, e, names, types) && names != ulimit)
+                        blkio_path(j, p, e);
+        }
 }
 
 static void

@@ -127,6 +127,9 @@ class UnprivilegedEscapes(unittest.TestCase):
             (hc(Mounts=[{"type": "bind", "source": "/", "target": "/h"}]),
              "=docker.host_config.Mounts[0].type"),
             (hc(Foo=1), "=docker.host_config.Foo"),
+            # dockerd stat()s blkio paths as root: "no such file" told what /root holds
+            (hc(BlkioDeviceReadBps=[{"Path": "/root/.bashrc", "Rate": 1}]),
+             "=docker.host_config.BlkioDeviceReadBps[0].Path"),
         ]
 
     def test_every_escape_is_refused(self):

@@ -4,8 +4,10 @@
  *
  * JSON in the tables is written with ' for " (j() swaps them) to stay readable. */
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -398,6 +400,20 @@ static const struct scase scases[] = {
          "container.publish-privileged", UNPRIV},
         {HC("'PortBindings':{'80/tcp':[{'HostIp':'127.0.0.1','HostPort':'8080'}]}"), A, NULL,
          UNPRIV},
+        /* dockerd stat()s blkio paths as root: only a block device directly in /dev */
+        {HC("'BlkioDeviceReadBps':[{'Path':'/root/.bashrc','Rate':1}]"), D,
+         "=docker.host_config.BlkioDeviceReadBps[0].Path", UNPRIV},
+        {HC("'BlkioWeightDevice':[{'Path':'/root/nothing-here','Weight':10}]"), D,
+         "=docker.host_config.BlkioWeightDevice[0].Path", UNPRIV},
+        {HC("'BlkioDeviceWriteIOps':[{'Path':'/dev/../root/x','Rate':1}]"), D,
+         "=docker.host_config.BlkioDeviceWriteIOps[0].Path", UNPRIV},
+        {HC("'BlkioDeviceWriteBps':[{'Path':'/dev/shm/link','Rate':1}]"), D,
+         "=docker.host_config.BlkioDeviceWriteBps[0].Path", UNPRIV},
+        {HC("'BlkioDeviceReadIOps':[{'Path':'/dev/null','Rate':1}]"), D,
+         "=docker.host_config.BlkioDeviceReadIOps[0].Path", UNPRIV},
+        {HC("'BlkioDeviceReadIOps':[{'Rate':1}]"), D,
+         "=docker.host_config.BlkioDeviceReadIOps[0].Path", UNPRIV},
+        {HC("'BlkioDeviceReadBps':[{'Path':'/root/.bashrc','Rate':1}]"), A, NULL, ROOT},
         /* Apptainer binds as the caller: the path rules, not the unprivileged one */
         {"{'backend':'singularity','singularity':{'binds':['/srv/x:/x']}}", Q,
          "container.mount-host", UNPRIV},
@@ -695,6 +711,47 @@ START_TEST(test_hostpath_walk)
 }
 END_TEST
 
+/* A block device directly in /dev is a blkio path an unprivileged caller may name: one made
+ * for the test as root, else the first one /dev has. */
+START_TEST(test_blkio_device_ok)
+{
+        char made[64] = "", *dev = NULL;
+        DIR *d;
+        struct dirent *e;
+
+        snprintf(made, sizeof(made), "/dev/check-container-%d", (int) getpid());
+        if (geteuid() == 0 && mknod(made, S_IFBLK | 0600, makedev(7, 250)) == 0) {
+                dev = xstrdup(made);
+        } else {
+                made[0] = '\0';
+                ck_assert_ptr_nonnull(d = opendir("/dev"));
+                while (!dev && (e = readdir(d))) {
+                        char *p = xasprintf("/dev/%s", e->d_name);
+                        struct stat st;
+                        if (lstat(p, &st) == 0 && S_ISBLK(st.st_mode))
+                                dev = p;
+                        else
+                                free(p);
+                }
+                closedir(d);
+                ck_assert_msg(dev != NULL, "no block device in /dev to test with (run as root)");
+        }
+        struct policy_ctx ctx = ctx_for(UNPRIV);
+        struct policy_result r;
+        json_t *spec = json_pack("{s:s,s:{s:{s:[{s:s,s:i}]}}}", "backend", "docker", "docker",
+                                 "host_config", "BlkioDeviceReadBps", "Path", dev, "Rate", 1024);
+
+        policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+        ck_assert_msg(r.verdict == POLICY_ALLOW, "%s refused: %s", dev,
+                      r.invalid.message ? r.invalid.message : "");
+        policy_result_clear(&r);
+        json_decref(spec);
+        if (made[0])
+                unlink(made);
+        free(dev);
+}
+END_TEST
+
 /* The operator's lists: names only, never a field the table checks (in any case). */
 START_TEST(test_config_check)
 {
@@ -872,6 +929,7 @@ suite(void)
         tcase_add_test(tc, test_symlink_in_workspace);
         tcase_add_test(tc, test_resolve_as_caller);
         tcase_add_test(tc, test_hostpath_walk);
+        tcase_add_test(tc, test_blkio_device_ok);
         tcase_add_test(tc, test_config_check);
         suite_add_tcase(s, tc);
         tc = tcase_create("cli");
