@@ -548,26 +548,29 @@ nsb_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
                 cb(cb_ctx, NULL, "the sandbox's agent closed its stream");
 }
 
+/* The session's word about its link. A session that is gone still holds our reference:
+ * closing it gives that back (session.h); reason is the session's, so it is closed last. */
 static void
 nsb_link(void *ctx, enum backend_link st, const char *reason)
 {
         struct nsbox *nb = ctx;
+        struct agent_session *gone = st == BACKEND_LINK_GONE ? nb->session : NULL;
 
-        if (nb->cb) { /* starting */
+        if (nb->cb) { /* starting: a failure closes the session (nsb_finish_start) */
                 if (st == BACKEND_LINK_BACK) {
                         nb->ready = true;
                         if (nb->exec_ok)
                                 nsb_finish_start(nb, NULL);
                 } else if (st == BACKEND_LINK_GONE) {
-                        nb->session = NULL; /* it is gone: no close from us */
                         nsb_fail_msg(nb, "the sandbox's agent did not start", reason);
                 }
                 return;
         }
-        if (st == BACKEND_LINK_GONE)
+        if (gone)
                 nb->session = NULL;
-        if (nb->up && nb->up->link)
+        if (nb->up && nb->up->link) /* may stop nb */
                 nb->up->link(nb->up_ctx, st, reason);
+        agent_session_close(gone, NULL, false);
 }
 
 /* The agent must be the pid namespace's init: then nothing else holds its stdio. */
@@ -600,7 +603,7 @@ nsb_child_main(void *arg)
         struct nsb_child *c = arg;
         char *argv[] = {"sandboxd-nsbox", NULL}, *envp[] = {NULL};
         struct nsinit_msg m = {.type = NSI_MSG_FAIL, .step = 0, .index = -1};
-        int lifted[NSB_CHILD_FDS];
+        int lifted[NSB_CHILD_FDS], ctl = c->fds[NSINIT_FD_CTL];
 
         spawn_child_reset_signals();
         for (int i = 0; i < NSB_CHILD_FDS; i++)
@@ -608,12 +611,13 @@ nsb_child_main(void *arg)
         for (int i = 0; i < NSB_CHILD_FDS; i++)
                 if (lifted[i] < 0 || dup2(lifted[i], i) < 0)
                         goto fail;
+        /* From here the control socket is fd 4 only: close_range takes the lifted copies. */
+        ctl = NSINIT_FD_CTL;
         syscall(SYS_close_range, NSB_CHILD_FDS, ~0U, 0);
         syscall(SYS_execveat, NSB_CHILD_FDS - 1, "", argv, envp, AT_EMPTY_PATH);
 fail:
         m.err = errno;
-        (void) !send(lifted[NSINIT_FD_CTL] >= 0 ? lifted[NSINIT_FD_CTL] : c->fds[NSINIT_FD_CTL], &m,
-                     sizeof(m), MSG_NOSIGNAL);
+        (void) !send(ctl, &m, sizeof(m), MSG_NOSIGNAL);
         _exit(127);
 }
 
@@ -792,13 +796,15 @@ nsbox_info(const struct nsbox *nb)
 static void
 nsb_exited(struct nsbox *nb)
 {
-        struct agent_session *s = nb->session;
+        struct agent_session *s;
         struct sbx_error err = {0};
         char why[96];
 
-        /* A last word of the set-up explains it better than the exit status. */
+        /* A last word of the set-up explains it better than the exit status. Reading it may
+         * fail the start, which closes the session: it is looked at only afterwards. */
         if (nb->cb && nb->polling)
                 nsb_poll_cb(&nb->poll, 0, UV_READABLE);
+        s = nb->session;
         snprintf(why, sizeof(why), "its PID 1 (the agent) %s %d",
                  WIFSIGNALED(nb->status) ? "was killed by signal" : "exited with status",
                  WIFSIGNALED(nb->status) ? WTERMSIG(nb->status) : WEXITSTATUS(nb->status));

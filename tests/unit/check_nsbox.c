@@ -1,8 +1,15 @@
 /* check_nsbox.c — the plan of an isolated local sandbox (backends/local/nsbox_plan.c): what is
  * bound, covered and hidden, in which order, and that a plan too large fails instead of being
- * cut. (The set-up itself runs in tests/integration/test_isolation.py.) */
+ * cut; and a start that fails (nsbox.c) on a real loop, whichever of the set-up's last word and
+ * its reaping the daemon sees first. (The set-up itself runs in
+ * tests/integration/test_isolation.py.) */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +275,114 @@ START_TEST(test_places)
 }
 END_TEST
 
+/* ---- a start that fails ---- */
+
+struct start_seen {
+        int calls;
+        bool nb;
+        char msg[256];
+};
+
+static void
+start_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
+{
+        struct start_seen *seen = ctx;
+
+        seen->calls++;
+        seen->nb = nb != NULL;
+        snprintf(seen->msg, sizeof(seen->msg), "%s", err ? err->message : "");
+}
+
+/* A loop and nsbox configured with an "nsbox" that is executable but no program (a broken
+ * install): the set-up's clone reports ENOEXEC on its control socket and exits 127 before
+ * nsbox_start returns (CLONE_VFORK). Starts one sandbox; returns the set-up's pid, reaped. */
+static pid_t
+start_broken(uv_loop_t *loop, char *dir, struct start_seen *seen, int *status)
+{
+        static struct backend_identity who;
+        static struct sandbox_spec spec;
+        struct nsbox_request req = {.spec = &spec, .workdir = "/srv"};
+        struct sbx_error err = {0};
+        char prog[64];
+        json_t *conf;
+        int fd;
+        pid_t pid;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(prog, sizeof(prog), "%s/sandboxd-nsbox", dir);
+        fd = open(prog, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "not a program\n", 14), 14);
+        close(fd);
+        ck_assert_int_eq(uv_loop_init(loop), 0);
+        conf = json_pack("{s:s,s:s}", "nsbox", prog, "hidden_paths", "");
+        ck_assert_int_eq(nsbox_init(loop, conf, &err), 0);
+        json_decref(conf);
+        ck_assert_msg(!nsbox_unavailable(&(const char *){NULL}),
+                      "namespace sandboxes are unavailable here: %s",
+                      nsbox_unavailable(&(const char *){NULL}));
+        who = (struct backend_identity){.uid = geteuid(), .gid = getegid(), .home = "/"};
+        spec = (struct sandbox_spec){.id = "sbx_1", .name = "broken", .owner = &who};
+        nsbox_start(&req, start_cb, seen);
+        ck_assert_int_eq(seen->calls, 0);
+        pid = waitpid(-1, status, 0);
+        ck_assert_int_gt(pid, 0);
+        ck_assert(WIFEXITED(*status) && WEXITSTATUS(*status) == 127);
+        unlink(prog);
+        rmdir(dir);
+        return pid;
+}
+
+/* Everything nsbox made is gone: the loop closes with no handle left. */
+static void
+start_end(uv_loop_t *loop)
+{
+        nsbox_shutdown();
+        uv_run(loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
+/* The set-up's exit is reaped before its report is read (both come in the same turn of the
+ * loop, in either order): the reaping reads the report, the start fails once with it, and the
+ * agent's session is closed once (it was closed twice: uv_close on a closing timer). */
+START_TEST(test_reaped_before_its_report)
+{
+        uv_loop_t loop;
+        char dir[] = "/tmp/check-nsbox-XXXXXX";
+        struct start_seen seen = {0};
+        int status;
+        pid_t pid = start_broken(&loop, dir, &seen, &status);
+
+        ck_assert(nsbox_reaped(pid, status));
+        ck_assert_int_eq(seen.calls, 1);
+        ck_assert(!seen.nb);
+        ck_assert_msg(strstr(seen.msg, "execute sandboxd-nsbox: Exec format error"), "%s",
+                      seen.msg);
+        start_end(&loop);
+        ck_assert_int_eq(seen.calls, 1);
+}
+END_TEST
+
+/* The usual order: the report is read on the loop, the reaping comes after. */
+START_TEST(test_report_before_its_reaping)
+{
+        uv_loop_t loop;
+        char dir[] = "/tmp/check-nsbox-XXXXXX";
+        struct start_seen seen = {0};
+        int status;
+        pid_t pid = start_broken(&loop, dir, &seen, &status);
+
+        while (!seen.calls)
+                uv_run(&loop, UV_RUN_ONCE);
+        ck_assert(!seen.nb);
+        ck_assert_msg(strstr(seen.msg, "execute sandboxd-nsbox: Exec format error"), "%s",
+                      seen.msg);
+        ck_assert(nsbox_reaped(pid, status));
+        start_end(&loop);
+        ck_assert_int_eq(seen.calls, 1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -276,6 +391,7 @@ main(void)
         SRunner *sr;
         int failed;
 
+        signal(SIGPIPE, SIG_IGN); /* as in the daemon: the session writes to a dead set-up */
         tcase_add_test(tc, test_tree);
         tcase_add_test(tc, test_identity_and_network);
         tcase_add_test(tc, test_home_that_is_a_cover_stays_writable);
@@ -283,6 +399,10 @@ main(void)
         tcase_add_test(tc, test_too_large_fails_whole);
         tcase_add_test(tc, test_errors_name_the_step_and_path);
         tcase_add_test(tc, test_places);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("start");
+        tcase_add_test(tc, test_reaped_before_its_report);
+        tcase_add_test(tc, test_report_before_its_reaping);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
