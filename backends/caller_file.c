@@ -1,5 +1,5 @@
-/* caller_file.c — a small file read, or a Unix socket connected, by a helper that has become
- * the caller (caller_file.h). */
+/* caller_file.c — a small file read, a Unix socket connected, or a path resolved, by a helper
+ * that has become the caller (caller_file.h). */
 #include "backends/caller_file.h"
 
 #include <sys/mman.h>
@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,11 +20,23 @@
 #include "backends/spawn.h"
 #include "protocol/util.h"
 
-/* What the helper says (one SOCK_SEQPACKET message): the data is in the memfd, or the
- * connected socket rides along (SCM_RIGHTS). */
+enum cf_kind { CF_READ, CF_CONNECT, CF_RESOLVE };
+
+/* How each kind is told in errors: "cannot %s '%s'", "%s '%s' … took longer", and the likely
+ * cause of a helper that never answers. */
+static const struct {
+        const char *verb, *doing, *stuck;
+} cf_words[] = {
+        [CF_READ] = {"read", "reading", "a dead network filesystem?"},
+        [CF_CONNECT] = {"connect to", "connecting to", "a server that accepts no connection?"},
+        [CF_RESOLVE] = {"resolve", "resolving", "a hung network or FUSE filesystem?"},
+};
+
+/* What the helper says (one SOCK_SEQPACKET message): the data (a read file, a resolved path)
+ * is in the memfd, or the connected socket rides along (SCM_RIGHTS). */
 struct cf_reply {
         int32_t err;     /* 0 or errno */
-        uint32_t notreg; /* the path is not a regular file */
+        uint32_t notreg; /* the path is not a regular file (CF_RESOLVE: not a directory) */
         uint64_t len;
 };
 
@@ -32,7 +45,7 @@ struct cf_args {
         const char *path;
         size_t max;
         int ctl, memfd;
-        bool sock; /* connect to path instead of reading it */
+        enum cf_kind kind;
 };
 
 struct cf_job {
@@ -48,9 +61,12 @@ struct cf_job {
         unsigned uid;
         void *ctx;
         caller_file_cb cb;
-        caller_socket_cb scb; /* a connect: its callback (cb is NULL) */
-        unsigned peer_uid;    /* a connect: whom the socket's server must run as */
-        int got;              /* a connect: the socket received, or -1 */
+        caller_socket_cb scb;  /* a connect: its callback (cb is NULL) */
+        unsigned peer_uid;     /* a connect: whom the socket's server must run as */
+        int got;               /* a connect: the socket received, or -1 */
+        caller_path_cb pcb;    /* a resolve: its callback (cb is NULL) */
+        bool is_dir, answered; /* a resolve: what the helper said, and that it did */
+        enum cf_kind kind;
         char *error;
         int missing;
 };
@@ -124,6 +140,39 @@ cf_connect(const struct cf_args *a, struct cf_reply *r)
         return -1;
 }
 
+/* The helper's resolve: where path leads (from the descriptor the kernel opened, so as far
+ * as the caller could follow it), into the memfd, and whether it is a directory. */
+static void
+cf_resolve(const struct cf_args *a, struct cf_reply *r)
+{
+        char link[32] = "/proc/self/fd/", real[PATH_MAX];
+        struct stat st;
+        ssize_t n;
+        int fd = open(a->path, O_PATH | O_CLOEXEC), at = 14;
+
+        if (fd < 0) {
+                r->err = errno;
+                return;
+        }
+        /* No snprintf in a fork: the descriptor's number by hand. */
+        for (int d = 1000000; d > 0; d /= 10)
+                if (fd >= d || d == 1 || at > 14)
+                        link[at++] = (char) ('0' + fd / d % 10);
+        link[at] = '\0';
+        n = readlink(link, real, sizeof(real));
+        if (fstat(fd, &st) < 0 || n < 0)
+                r->err = errno ? errno : EIO;
+        else if ((size_t) n >= sizeof(real))
+                r->err = ENAMETOOLONG;
+        else if (pwrite(a->memfd, real, (size_t) n, 0) != n)
+                r->err = errno ? errno : EIO;
+        else
+                r->len = (uint64_t) n;
+        if (!r->err)
+                r->notreg = !S_ISDIR(st.st_mode);
+        close(fd);
+}
+
 static int
 cf_helper(void *arg)
 {
@@ -132,8 +181,13 @@ cf_helper(void *arg)
         struct stat st;
         int fd;
 
-        if (a->sock) {
+        if (a->kind == CF_CONNECT) {
                 cf_reply_send(a, &r, cf_connect(a, &r));
+                return 0;
+        }
+        if (a->kind == CF_RESOLVE) {
+                cf_resolve(a, &r);
+                cf_reply_send(a, &r, -1);
                 return 0;
         }
         fd = open(a->path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -180,6 +234,8 @@ cf_finish(struct cf_job *j, const char *data, size_t len)
         if (j->scb) {
                 j->scb(j->ctx, j->got, j->got >= 0 ? NULL : j->error);
                 j->got = -1; /* the callee's now */
+        } else if (j->pcb) {
+                j->pcb(j->ctx, data, j->is_dir, j->answered ? NULL : j->error);
         } else {
                 j->cb(j->ctx, data, len, data ? NULL : j->error, j->missing);
         }
@@ -203,9 +259,8 @@ cf_fail(struct cf_job *j, int e, const char *what)
         free(j->error);
         j->missing = e == ENOENT;
         j->error = e == EFBIG ? xasprintf("'%s' is larger than %zu bytes", j->path, j->max)
-                              : xasprintf("cannot %s '%s' as uid %u: %s",
-                                          j->scb ? "connect to" : "read", j->path, j->uid,
-                                          what ? what : strerror(e));
+                              : xasprintf("cannot %s '%s' as uid %u: %s", cf_words[j->kind].verb,
+                                          j->path, j->uid, what ? what : strerror(e));
 }
 
 static void
@@ -231,6 +286,21 @@ cf_deliver(struct cf_job *j, const struct cf_reply *r)
                 explicit_bzero(data, r->len); /* it may be a private key */
         }
         free(data);
+}
+
+/* A resolve's outcome: where the path leads, or NULL when the caller cannot reach it. */
+static void
+cf_deliver_path(struct cf_job *j, const struct cf_reply *r)
+{
+        char real[PATH_MAX];
+        bool got = !r->err && r->len < sizeof(real) &&
+                   pread(j->memfd, real, r->len, 0) == (ssize_t) r->len;
+
+        j->answered = true;
+        j->is_dir = got && !r->notreg;
+        if (got)
+                real[r->len] = '\0';
+        cf_finish(j, got ? real : NULL, got ? r->len : 0);
 }
 
 /* Whether the process serving the socket fd runs as uid: NULL, or why not (new). */
@@ -319,8 +389,10 @@ cf_poll_cb(uv_poll_t *p, int status, int events)
                 cf_finish(j, NULL, 0);
                 return;
         }
-        if (j->scb)
+        if (j->kind == CF_CONNECT)
                 cf_deliver_sock(j, &r, fd);
+        else if (j->kind == CF_RESOLVE)
+                cf_deliver_path(j, &r);
         else
                 cf_deliver(j, &r);
 }
@@ -332,10 +404,8 @@ cf_timer_cb(uv_timer_t *t)
 
         if (!j->error)
                 j->error = xasprintf("%s '%s' as uid %u took longer than %u ms (%s)",
-                                     j->scb ? "connecting to" : "reading", j->path, j->uid,
-                                     j->timeout_ms,
-                                     j->scb ? "a server that accepts no connection?"
-                                            : "a dead network filesystem?");
+                                     cf_words[j->kind].doing, j->path, j->uid, j->timeout_ms,
+                                     cf_words[j->kind].stuck);
         cf_finish(j, NULL, 0);
 }
 
@@ -344,7 +414,7 @@ static int
 cf_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
 {
         int sv[2] = {-1, -1}, keep[2], r;
-        struct cf_args a = {j->path, j->max, -1, -1, j->scb != NULL};
+        struct cf_args a = {j->path, j->max, -1, -1, j->kind};
 
         if (j->path[0] != '/') {
                 cf_fail(j, EINVAL, "the path must be absolute");
@@ -417,5 +487,18 @@ caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const
         struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
         j->scb = cb;
+        j->kind = CF_CONNECT;
+        cf_job_start(loop, j, who);
+}
+
+/* Resolves a path as who. */
+void
+caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                    unsigned timeout_ms, void *ctx, caller_path_cb cb)
+{
+        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
+
+        j->pcb = cb;
+        j->kind = CF_RESOLVE;
         cf_job_start(loop, j, who);
 }

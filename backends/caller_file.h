@@ -1,5 +1,5 @@
-/* caller_file.h — reading a small file (or connecting to a Unix socket) a client named, with
- * the client's rights.
+/* caller_file.h — reading a small file (or connecting to a Unix socket, or resolving a path) a
+ * client named, with the client's rights.
  *
  * A daemon running as root must never open a path a client gave it with its own rights (that
  * would hand out /root/.ssh/id_ed25519 or the host keys to anyone who can name them). This
@@ -13,6 +13,7 @@
 #ifndef SANDBOXD_CALLER_FILE_H
 #define SANDBOXD_CALLER_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -39,5 +40,18 @@ typedef void (*caller_socket_cb)(void *ctx, int fd, const char *error);
  * root's or another user's ssh-agent. cb is called exactly once, never before this returns. */
 void caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const char *path,
                            unsigned timeout_ms, void *ctx, caller_socket_cb cb);
+
+/* The outcome of a resolve: real, where path leads (borrowed for the call), with is_dir, or
+ * NULL when who cannot reach it (absent, not searchable, a loop: one answer for all); error
+ * (NULL otherwise) when there is no answer: the helper did not finish within timeout_ms (a
+ * hung FUSE or network mount), died or could not start — a message naming the path, the uid
+ * and the bound ("resolving '/mnt/x' as uid 1000 took longer than 1000 ms (…)"). */
+typedef void (*caller_path_cb)(void *ctx, const char *real, bool is_dir, const char *error);
+
+/* Resolves path (absolute) as who in a helper like caller_file_read's: what realpath() and
+ * stat() would tell who, without the loop ever touching the path. cb is called exactly once,
+ * never before this returns. */
+void caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                         unsigned timeout_ms, void *ctx, caller_path_cb cb);
 
 #endif

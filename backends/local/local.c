@@ -7,13 +7,10 @@
  * file.read/file.write (in an isolated sandbox's own view); nsbox*.c and init/: the isolation.
  * An isolated sandbox's execs go through its agent's session (backends/agent/).
  */
-#include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +18,7 @@
 
 #include "backends/agent/session.h"
 #include "backends/backend.h"
+#include "backends/caller_file.h"
 #include "backends/cgroup.h"
 #include "backends/local/local_int.h"
 #include "backends/local/nsbox.h"
@@ -39,6 +37,7 @@ static struct {
         json_t *cgroup_info;
         enum local_iso def; /* [backend.local] isolation */
         bool fallback;      /* [backend.local] isolation_fallback = none */
+        unsigned check_ms;  /* the bound on a workdir's check ([limits] file_timeout_s) */
         struct list all;    /* struct local_sb */
 } local = {.all = {&local.all, &local.all}};
 
@@ -145,6 +144,7 @@ local_init(uv_loop_t *loop, json_t *config, struct sbx_error *err)
         local.loop = loop;
         local_exec_init(loop, drain ? strtoull(drain, NULL, 10) : 250);
         local_file_init(loop, ft ? strtoull(ft, NULL, 10) : 0);
+        local.check_ms = ft && strtoul(ft, NULL, 10) ? (unsigned) strtoul(ft, NULL, 10) : 60000;
         uv_signal_init(loop, &local.sigchld);
         uv_signal_start(&local.sigchld, local_sigchld_cb, SIGCHLD);
         uv_unref((uv_handle_t *) &local.sigchld);
@@ -328,106 +328,70 @@ local_sb_free(struct backend_sandbox *b)
 
 /* ---- on the host (isolation "none") ---- */
 
-/* fn(path, out) with who's filesystem uid, gid and groups (this thread's only, for that one
- * call), never with the daemon's rights, so that the answer tells a caller nothing about what
- * they cannot reach; -1 when they cannot be taken. A daemon that cannot take its own back
- * aborts: it must not go on with a caller's. */
-static int
-local_as(const struct backend_identity *who, int (*fn)(const char *, void *), const char *path,
-         void *out)
-{
-        /* Not root, or a root caller: the daemon's rights are the caller's, or less. */
-        bool as_is = geteuid() != 0 || who->uid == 0;
-        int n = as_is ? 0 : getgroups(0, NULL), r = -1;
-        gid_t *saved = xcalloc((size_t) (n > 0 ? n : 1), sizeof(gid_t));
-
-        if (as_is) {
-                r = fn(path, out);
-        } else if (n >= 0 && getgroups(n, saved) == n &&
-                   /* Not setgroups(): glibc would give every thread the caller's groups. */
-                   syscall(SYS_setgroups, who->ngroups, who->groups) == 0) {
-                setfsgid(who->gid);
-                setfsuid(who->uid);
-                if ((uid_t) setfsuid((uid_t) -1) == who->uid &&
-                    (gid_t) setfsgid((gid_t) -1) == who->gid)
-                        r = fn(path, out);
-                setfsuid(geteuid());
-                setfsgid(getegid());
-                if ((uid_t) setfsuid((uid_t) -1) != geteuid() ||
-                    (gid_t) setfsgid((gid_t) -1) != getegid() ||
-                    syscall(SYS_setgroups, (size_t) n, saved) < 0)
-                        abort();
-        }
-        free(saved);
-        return r;
-}
-
-static int
-local_is_dir(const char *path, void *out)
-{
-        struct stat st;
-
-        return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
-
-static int
-local_realpath(const char *path, void *out)
-{
-        return realpath(path, out) ? 0 : -1;
-}
-
-/* Whether path is a directory who can reach. */
-static bool
-local_dir_as(const struct backend_identity *who, const char *path)
-{
-        return local_as(who, local_is_dir, path, NULL) == 0;
-}
+/* A create waiting for its workdir (or its owner's home) to be checked as its owner. */
+struct local_check {
+        const struct sandbox_spec *spec; /* the daemon's, until cb */
+        void *ctx;
+        backend_create_cb cb;
+        enum local_iso iso;
+        bool recreated;
+};
 
 static void
-local_create_host(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb)
+local_create_host(const struct sandbox_spec *spec, const char *wd, void *ctx, backend_create_cb cb)
 {
-        struct sbx_error err = {0};
         struct sandbox_info info = {0};
-        const char *wd = spec->workdir ? spec->workdir : spec->owner->home;
-        struct backend_sandbox *b;
-        json_t *enforced;
+        struct backend_sandbox *b = local_sb_new(spec, wd, &info.enforced);
 
-        /* Accounts such as nobody have no home: start in "/" rather than fail. */
-        if (!spec->workdir && (!wd || !local_dir_as(spec->owner, wd)))
-                wd = "/";
-        /* One answer for "absent" and "not yours to reach": the caller learns nothing more. */
-        if (!wd || !local_dir_as(spec->owner, wd)) {
-                sbx_error_param(&err, "workdir",
-                                "invalid params: workdir '%s' is not a directory that uid %u can "
-                                "reach (absent, not a directory, or not searchable by it): name "
-                                "a directory of yours",
-                                wd ? wd : "(none)", (unsigned) spec->owner->uid);
-                cb(ctx, NULL, NULL, &err);
-                sbx_error_clear(&err);
-                return;
-        }
-        b = local_sb_new(spec, wd, &enforced);
         info.workdir = b->workdir;
         info.host_access = true;
-        info.enforced = enforced;
         info.isolation = "none";
         cb(ctx, b, &info, NULL);
-        json_decref(enforced);
+        json_decref(info.enforced);
+}
+
+/* The workdir the caller named must be a directory it can reach; without one, its home when
+ * it is one (accounts such as nobody have none: "/" rather than fail). */
+static void
+local_host_checked(struct local_check *lc, const char *real, bool is_dir)
+{
+        const struct sandbox_spec *spec = lc->spec;
+        struct sbx_error err = {0};
+
+        if (!spec->workdir) {
+                local_create_host(spec, is_dir ? spec->owner->home : "/", lc->ctx, lc->cb);
+                return;
+        }
+        if (is_dir) {
+                local_create_host(spec, spec->workdir, lc->ctx, lc->cb);
+                return;
+        }
+        /* One answer for "absent" and "not yours to reach": the caller learns nothing more. */
+        sbx_error_param(&err, "workdir",
+                        "invalid params: workdir '%s' is not a directory that uid %u can reach "
+                        "(absent, not a directory, or not searchable by it): name a directory "
+                        "of yours",
+                        spec->workdir, (unsigned) spec->owner->uid);
+        lc->cb(lc->ctx, NULL, NULL, &err);
+        sbx_error_clear(&err);
 }
 
 /* ---- isolated (isolation "namespaces") ---- */
+
+/* A home an isolated sandbox gets whether or not it exists on the host (its private one). */
+static bool
+local_home_known(const char *home)
+{
+        return !strncmp(home, "/home/", 6) || !strcmp(home, "/root");
+}
 
 /* Where the workdir made for an isolated sandbox shows inside it (new): ~/work in its private
  * home, or /tmp/work when it gets none. Not its host path: that is in the daemon's state
  * directory, which the policy protects (and which is hidden inside). */
 static char *
-local_fresh_inside(const char *home)
+local_fresh_inside(const char *home, bool home_is_dir)
 {
-        struct stat st;
-
-        if (home && strcmp(home, "/") &&
-            (!strncmp(home, "/home/", 6) || !strcmp(home, "/root") ||
-             (stat(home, &st) == 0 && S_ISDIR(st.st_mode))))
+        if (home && strcmp(home, "/") && (local_home_known(home) || home_is_dir))
                 return xasprintf("%s/work", home);
         return xstrdup("/tmp/work");
 }
@@ -478,32 +442,34 @@ local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         free(lc);
 }
 
-/* A workdir the client named that leads (resolved as the caller) to a place of the sandbox's
- * own is refused at once: no sandbox is started for it. sandboxd-nsbox checks the path it
- * opens again (a symlink changed in between); one that cannot be resolved is its to report. */
+/* A workdir the client named that leads (real: resolved as the caller) to a place of the
+ * sandbox's own is refused at once: no sandbox is started for it. sandboxd-nsbox checks the
+ * path it opens again (a symlink changed in between); one that cannot be resolved is its to
+ * report. */
 static int
-local_check_place(const struct sandbox_spec *spec, struct sbx_error *err)
+local_check_place(const struct sandbox_spec *spec, const char *real, struct sbx_error *err)
 {
-        char real[PATH_MAX];
         int place;
 
-        if (!spec->workdir || local_as(spec->owner, local_realpath, spec->workdir, real) < 0 ||
-            !(place = nsinit_place(real)))
+        if (!spec->workdir || !real || !(place = nsinit_place(real)))
                 return 0;
         nsbox_place_error("workdir", spec->workdir, place, err);
         return -1;
 }
 
 static void
-local_create_ns(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb, bool recreated)
+local_create_ns(struct local_check *k, const char *real, bool is_dir)
 {
+        const struct sandbox_spec *spec = k->spec;
+        void *ctx = k->ctx;
+        backend_create_cb cb = k->cb;
         struct local_create *lc;
         struct sbx_error err = {0};
         char *fresh = NULL;
         struct nsbox_request req = {.spec = spec};
         json_t *enforced;
 
-        if (local_check_place(spec, &err) < 0) {
+        if (local_check_place(spec, real, &err) < 0) {
                 cb(ctx, NULL, NULL, &err);
                 sbx_error_clear(&err);
                 return;
@@ -524,17 +490,81 @@ local_create_ns(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb
         lc->enforced = enforced;
         lc->up = spec->up;
         lc->up_ctx = spec->up_ctx;
-        lc->recreated = recreated;
+        lc->recreated = k->recreated;
         req.workdir = fresh ? fresh : spec->workdir;
-        if (fresh) {
+        if (fresh) { /* then the check was of the owner's home */
                 free(lc->b->workdir);
-                lc->b->workdir = local_fresh_inside(spec->owner->home);
+                lc->b->workdir = local_fresh_inside(spec->owner->home, is_dir);
                 req.inside = lc->b->workdir;
         }
         req.network_host = lc->b->network_host;
         req.limits = lc->b->use_limits ? &lc->b->limits : NULL;
         req.cgroup_procs = lc->b->cg ? cgroup_procs_files(lc->b->cg) : NULL;
         nsbox_start(&req, local_ns_ready_cb, lc);
+}
+
+/* ---- the check, off the loop ---- */
+
+static void (*const local_checked[])(struct local_check *, const char *, bool) = {
+        [LOCAL_NONE] = local_host_checked,
+        [LOCAL_NAMESPACES] = local_create_ns,
+};
+
+/* The workdir's (or home's) check answered: real and is_dir as caller_path_resolve tells
+ * them; error when it did not answer in time (a hung mount: the create fails, naming it). */
+static void
+local_checked_cb(void *ctx, const char *real, bool is_dir, const char *error)
+{
+        struct local_check *k = ctx;
+        const struct sandbox_spec *spec = k->spec;
+        struct sbx_error err = {0};
+
+        if (error) {
+                sbx_error_backend(&err, "local",
+                                  "the %s '%s' did not answer: %s ([limits] file_timeout_s): "
+                                  "name a directory on a file system that answers%s",
+                                  spec->workdir ? "workdir" : "home directory",
+                                  spec->workdir ? spec->workdir : spec->owner->home, error,
+                                  spec->workdir ? "" : " as the workdir");
+                k->cb(k->ctx, NULL, NULL, &err);
+                sbx_error_clear(&err);
+        } else {
+                local_checked[k->iso](k, real, is_dir);
+        }
+        free(k);
+}
+
+/* What to check: the workdir the caller named, else its home, unless the answer is known (an
+ * isolated sandbox's fresh workdir shows in a home below /home or in /root whatever it is). */
+static const char *
+local_check_path(const struct sandbox_spec *spec, enum local_iso iso)
+{
+        const char *home = spec->owner->home;
+
+        if (spec->workdir)
+                return spec->workdir;
+        if (iso == LOCAL_NAMESPACES && home && local_home_known(home))
+                return NULL;
+        return home;
+}
+
+/* Checks the workdir the caller named (else its home) as the caller, in a helper: the loop
+ * never touches a path a caller controls (a FUSE or NFS mount that never answers). */
+static void
+local_check(const struct sandbox_spec *spec, enum local_iso iso, void *ctx, backend_create_cb cb,
+            bool recreated)
+{
+        const char *path = local_check_path(spec, iso);
+        struct local_check *k = xcalloc(1, sizeof(*k));
+        /* A root caller of a root daemon: the daemon's rights are the caller's (and a daemon
+         * in a user namespace whose setgroups is denied could not take them anew). */
+        const struct backend_identity *as = spec->owner->uid == 0 ? NULL : spec->owner;
+
+        *k = (struct local_check){spec, ctx, cb, iso, recreated};
+        if (!path || path[0] != '/')
+                local_checked_cb(k, NULL, false, NULL); /* no home: nothing to check */
+        else
+                caller_path_resolve(local.loop, as, path, local.check_ms, k, local_checked_cb);
 }
 
 static void
@@ -553,10 +583,7 @@ local_create_as(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb
                               "\"namespaces\" cannot be made here: %s (%s)",
                               reason, hint);
         } else if (local_check_spec(spec, iso, &err) == 0) {
-                if (iso == LOCAL_NAMESPACES)
-                        local_create_ns(spec, ctx, cb, recreated);
-                else
-                        local_create_host(spec, ctx, cb);
+                local_check(spec, iso, ctx, cb, recreated);
                 return;
         }
         cb(ctx, NULL, NULL, &err);
