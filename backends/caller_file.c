@@ -48,13 +48,13 @@ struct cf_args {
         enum cf_kind kind;
 };
 
-struct cf_job {
+struct caller_job {
         uv_poll_t poll;
         uv_timer_t timer;
         int handles; /* open libuv handles; the job goes with the last */
         int ctl, memfd;
         pid_t pid;
-        bool poll_init, done, reported;
+        bool poll_init, done, reported, cancelled;
         unsigned timeout_ms;
         char *path;
         size_t max;
@@ -211,7 +211,7 @@ cf_helper(void *arg)
 static void
 cf_handle_close_cb(uv_handle_t *h)
 {
-        struct cf_job *j = h->data;
+        struct caller_job *j = h->data;
 
         if (--j->handles > 0)
                 return;
@@ -222,15 +222,10 @@ cf_handle_close_cb(uv_handle_t *h)
         free(j);
 }
 
-/* Delivers the outcome once and lets the job go. */
+/* Tells the outcome to the job's callback. */
 static void
-cf_finish(struct cf_job *j, const char *data, size_t len)
+cf_tell(struct caller_job *j, const char *data, size_t len)
 {
-        int status;
-
-        if (j->done)
-                return;
-        j->done = true;
         if (j->scb) {
                 j->scb(j->ctx, j->got, j->got >= 0 ? NULL : j->error);
                 j->got = -1; /* the callee's now */
@@ -239,6 +234,19 @@ cf_finish(struct cf_job *j, const char *data, size_t len)
         } else {
                 j->cb(j->ctx, data, len, data ? NULL : j->error, j->missing);
         }
+}
+
+/* Delivers the outcome once (unless cancelled: nobody to tell) and lets the job go. */
+static void
+cf_finish(struct caller_job *j, const char *data, size_t len)
+{
+        int status;
+
+        if (j->done)
+                return;
+        j->done = true;
+        if (!j->cancelled)
+                cf_tell(j, data, len);
         /* Reaped here when it has exited already, else by the daemon's SIGCHLD reaper. */
         if (j->pid > 0 && !j->reported)
                 kill(j->pid, SIGKILL); /* stuck on a slow filesystem */
@@ -254,7 +262,7 @@ cf_finish(struct cf_job *j, const char *data, size_t len)
 }
 
 static void
-cf_fail(struct cf_job *j, int e, const char *what)
+cf_fail(struct caller_job *j, int e, const char *what)
 {
         free(j->error);
         j->missing = e == ENOENT;
@@ -264,7 +272,7 @@ cf_fail(struct cf_job *j, int e, const char *what)
 }
 
 static void
-cf_deliver(struct cf_job *j, const struct cf_reply *r)
+cf_deliver(struct caller_job *j, const struct cf_reply *r)
 {
         char *data;
 
@@ -290,7 +298,7 @@ cf_deliver(struct cf_job *j, const struct cf_reply *r)
 
 /* A resolve's outcome: where the path leads, or NULL when the caller cannot reach it. */
 static void
-cf_deliver_path(struct cf_job *j, const struct cf_reply *r)
+cf_deliver_path(struct caller_job *j, const struct cf_reply *r)
 {
         char real[PATH_MAX];
         bool got = !r->err && r->len < sizeof(real) &&
@@ -327,7 +335,7 @@ cf_peer_check(int fd, const char *path, unsigned uid)
 
 /* A connect's outcome: the socket, once its server is known to be the caller's. */
 static void
-cf_deliver_sock(struct cf_job *j, const struct cf_reply *r, int fd)
+cf_deliver_sock(struct caller_job *j, const struct cf_reply *r, int fd)
 {
         char *why = NULL;
 
@@ -347,7 +355,7 @@ cf_deliver_sock(struct cf_job *j, const struct cf_reply *r, int fd)
 
 /* The helper's reply, and the descriptor that came with it (or -1). */
 static ssize_t
-cf_recv(struct cf_job *j, struct cf_reply *r, int *fd)
+cf_recv(struct caller_job *j, struct cf_reply *r, int *fd)
 {
         union {
                 struct cmsghdr h;
@@ -372,7 +380,7 @@ cf_recv(struct cf_job *j, struct cf_reply *r, int *fd)
 static void
 cf_poll_cb(uv_poll_t *p, int status, int events)
 {
-        struct cf_job *j = p->data;
+        struct caller_job *j = p->data;
         struct cf_reply r;
         int fd;
         ssize_t n = cf_recv(j, &r, &fd);
@@ -400,7 +408,7 @@ cf_poll_cb(uv_poll_t *p, int status, int events)
 static void
 cf_timer_cb(uv_timer_t *t)
 {
-        struct cf_job *j = t->data;
+        struct caller_job *j = t->data;
 
         if (!j->error)
                 j->error = xasprintf("%s '%s' as uid %u took longer than %u ms (%s)",
@@ -411,7 +419,7 @@ cf_timer_cb(uv_timer_t *t)
 
 /* Forks the helper; 0, or negative errno with j->error set. */
 static int
-cf_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
+cf_start(uv_loop_t *loop, struct caller_job *j, const struct backend_identity *who)
 {
         int sv[2] = {-1, -1}, keep[2], r;
         struct cf_args a = {j->path, j->max, -1, -1, j->kind};
@@ -443,10 +451,10 @@ cf_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
         return 0;
 }
 
-static struct cf_job *
+static struct caller_job *
 cf_job_new(const struct backend_identity *who, const char *path, unsigned timeout_ms, void *ctx)
 {
-        struct cf_job *j = xcalloc(1, sizeof(*j));
+        struct caller_job *j = xcalloc(1, sizeof(*j));
 
         j->ctl = j->memfd = j->got = -1;
         j->path = xstrdup(path ? path : "");
@@ -458,7 +466,7 @@ cf_job_new(const struct backend_identity *who, const char *path, unsigned timeou
 }
 
 static void
-cf_job_start(uv_loop_t *loop, struct cf_job *j, const struct backend_identity *who)
+cf_job_start(uv_loop_t *loop, struct caller_job *j, const struct backend_identity *who)
 {
         uv_timer_init(loop, &j->timer);
         j->timer.data = j;
@@ -472,7 +480,7 @@ void
 caller_file_read(uv_loop_t *loop, const struct backend_identity *who, const char *path, size_t max,
                  unsigned timeout_ms, void *ctx, caller_file_cb cb)
 {
-        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
+        struct caller_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
         j->max = max;
         j->cb = cb;
@@ -484,7 +492,7 @@ void
 caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const char *path,
                       unsigned timeout_ms, void *ctx, caller_socket_cb cb)
 {
-        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
+        struct caller_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
         j->scb = cb;
         j->kind = CF_CONNECT;
@@ -492,13 +500,22 @@ caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const
 }
 
 /* Resolves a path as who. */
-void
+struct caller_job *
 caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
                     unsigned timeout_ms, void *ctx, caller_path_cb cb)
 {
-        struct cf_job *j = cf_job_new(who, path, timeout_ms, ctx);
+        struct caller_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
         j->pcb = cb;
         j->kind = CF_RESOLVE;
         cf_job_start(loop, j, who);
+        return j;
+}
+
+/* Abandons a job whose callback has not come: its helper is killed, no callback follows. */
+void
+caller_job_cancel(struct caller_job *j)
+{
+        j->cancelled = true;
+        cf_finish(j, NULL, 0);
 }

@@ -48,10 +48,18 @@ void caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, 
  * and the bound ("resolving '/mnt/x' as uid 1000 took longer than 1000 ms (…)"). */
 typedef void (*caller_path_cb)(void *ctx, const char *real, bool is_dir, const char *error);
 
+/* A job in progress. */
+struct caller_job;
+
 /* Resolves path (absolute) as who in a helper like caller_file_read's: what realpath() and
  * stat() would tell who, without the loop ever touching the path. cb is called exactly once,
- * never before this returns. */
-void caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
-                         unsigned timeout_ms, void *ctx, caller_path_cb cb);
+ * never before this returns, unless the job is cancelled first. Returns the job (borrowed:
+ * valid until cb). */
+struct caller_job *caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who,
+                                       const char *path, unsigned timeout_ms, void *ctx,
+                                       caller_path_cb cb);
+/* Abandons a job before its callback (daemon shutdown): the helper is killed, its handles
+ * close, and no callback follows. */
+void caller_job_cancel(struct caller_job *j);
 
 #endif

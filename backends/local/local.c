@@ -39,7 +39,8 @@ static struct {
         bool fallback;      /* [backend.local] isolation_fallback = none */
         unsigned check_ms;  /* the bound on a workdir's check ([limits] file_timeout_s) */
         struct list all;    /* struct local_sb */
-} local = {.all = {&local.all, &local.all}};
+        struct list checks; /* struct local_check waiting for their helper */
+} local = {.all = {&local.all, &local.all}, .checks = {&local.checks, &local.checks}};
 
 /* A sandbox with its place in local.all (freed at shutdown when the daemon kept it). */
 struct local_sb {
@@ -56,6 +57,17 @@ struct local_create {
         json_t *enforced;
         const struct backend_upcalls *up;
         void *up_ctx;
+        bool recreated;
+};
+
+/* A create waiting for its workdir (or its owner's home) to be checked as its owner. */
+struct local_check {
+        struct list node;                /* in local.checks while its helper runs */
+        struct caller_job *job;          /* that helper's */
+        const struct sandbox_spec *spec; /* the daemon's, until cb */
+        void *ctx;
+        backend_create_cb cb;
+        enum local_iso iso;
         bool recreated;
 };
 
@@ -159,6 +171,14 @@ local_shutdown(void)
 {
         struct list *pos, *tmp;
 
+        /* Creates still waiting for their check end with the daemon, like those starting. */
+        LIST_FOREACH_SAFE(pos, tmp, &local.checks)
+        {
+                struct local_check *k = LIST_ENTRY(pos, struct local_check, node);
+                list_del(&k->node);
+                caller_job_cancel(k->job);
+                free(k);
+        }
         nsbox_shutdown();
         /* Sandboxes the daemon kept for the next start (isolated ones are recreated then). */
         LIST_FOREACH_SAFE(pos, tmp, &local.all)
@@ -327,15 +347,6 @@ local_sb_free(struct backend_sandbox *b)
 }
 
 /* ---- on the host (isolation "none") ---- */
-
-/* A create waiting for its workdir (or its owner's home) to be checked as its owner. */
-struct local_check {
-        const struct sandbox_spec *spec; /* the daemon's, until cb */
-        void *ctx;
-        backend_create_cb cb;
-        enum local_iso iso;
-        bool recreated;
-};
 
 static void
 local_create_host(const struct sandbox_spec *spec, const char *wd, void *ctx, backend_create_cb cb)
@@ -519,6 +530,7 @@ local_checked_cb(void *ctx, const char *real, bool is_dir, const char *error)
         const struct sandbox_spec *spec = k->spec;
         struct sbx_error err = {0};
 
+        list_del(&k->node);
         if (error) {
                 sbx_error_backend(&err, "local",
                                   "the %s '%s' did not answer: %s ([limits] file_timeout_s): "
@@ -560,11 +572,15 @@ local_check(const struct sandbox_spec *spec, enum local_iso iso, void *ctx, back
          * in a user namespace whose setgroups is denied could not take them anew). */
         const struct backend_identity *as = spec->owner->uid == 0 ? NULL : spec->owner;
 
-        *k = (struct local_check){spec, ctx, cb, iso, recreated};
-        if (!path || path[0] != '/')
+        *k = (struct local_check){
+                .spec = spec, .ctx = ctx, .cb = cb, .iso = iso, .recreated = recreated};
+        list_init(&k->node);
+        if (!path || path[0] != '/') {
                 local_checked_cb(k, NULL, false, NULL); /* no home: nothing to check */
-        else
-                caller_path_resolve(local.loop, as, path, local.check_ms, k, local_checked_cb);
+                return;
+        }
+        list_add_tail(&local.checks, &k->node);
+        k->job = caller_path_resolve(local.loop, as, path, local.check_ms, k, local_checked_cb);
 }
 
 static void

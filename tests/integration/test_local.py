@@ -97,6 +97,24 @@ class HungWorkdir(unittest.TestCase):
         self.assertIn("file_timeout_s", msg)
         self.assertEqual(other.call("sandbox.list")["sandboxes"], [])
 
+    def test_shutdown_while_a_check_hangs(self):
+        # The helper is killed and the create dropped at once: the daemon neither waits for
+        # the bound ([limits] file_timeout_s, 60 s by default here) nor answers into what it
+        # has torn down already.
+        d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(d.dir, 0o755)
+        try:
+            mount = HungMount(NOBODY)
+            self.addCleanup(mount.close)
+            c = client_as(d.socket, NOBODY)
+            self.addCleanup(c.close)
+            c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                    "params": {"backend": "local", "workdir": os.path.join(mount.dir, "w"),
+                               "local": {"isolation": "none"}}})
+            self.assertEqual(mount.next_request()[4], NOBODY)
+        finally:
+            d.stop(timeout=30)  # exit status 0, well before the bound
+
     def test_nobody_on_the_host(self):
         self.hang(NOBODY, "none")
 
