@@ -3,12 +3,15 @@
  * cut; and a start that fails (nsbox.c) on a real loop, whichever of the set-up's last word and
  * its reaping the daemon sees first. (The set-up itself runs in
  * tests/integration/test_isolation.py.) */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "backends/local/nsbox.h"
 #include "protocol/util.h"
+#include "tests/unit/helper_wire.h"
 
 static char *hidden[] = {"~/.ssh", "/srv/secret", NULL};
 static char *writable[] = {"/var/cache/shared", NULL};
@@ -293,18 +297,35 @@ start_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         snprintf(seen->msg, sizeof(seen->msg), "%s", err ? err->message : "");
 }
 
-/* A loop and nsbox configured with an "nsbox" that is executable but no program (a broken
- * install): the set-up's clone reports ENOEXEC on its control socket and exits 127 before
- * nsbox_start returns (CLONE_VFORK). Starts one sandbox; returns the set-up's pid, reaped. */
-static pid_t
-start_broken(uv_loop_t *loop, char *dir, struct start_seen *seen, int *status)
+/* A loop and nsbox with prog as its sandboxd-nsbox, starting one sandbox of ours. */
+static void
+start_with(uv_loop_t *loop, const char *prog, struct start_seen *seen)
 {
         static struct backend_identity who;
         static struct sandbox_spec spec;
         struct nsbox_request req = {.spec = &spec, .workdir = "/srv"};
         struct sbx_error err = {0};
+        json_t *conf = json_pack("{s:s,s:s}", "nsbox", prog, "hidden_paths", "");
+
+        ck_assert_int_eq(uv_loop_init(loop), 0);
+        ck_assert_int_eq(nsbox_init(loop, conf, &err), 0);
+        json_decref(conf);
+        ck_assert_msg(!nsbox_unavailable(&(const char *){NULL}),
+                      "namespace sandboxes are unavailable here: %s",
+                      nsbox_unavailable(&(const char *){NULL}));
+        who = (struct backend_identity){.uid = geteuid(), .gid = getegid(), .home = "/"};
+        spec = (struct sandbox_spec){.id = "sbx_1", .name = "box", .owner = &who};
+        nsbox_start(&req, start_cb, seen);
+        ck_assert_int_eq(seen->calls, 0);
+}
+
+/* An "nsbox" that is executable but no program (a broken install): the set-up's clone
+ * reports ENOEXEC on its control socket and exits 127 before nsbox_start returns
+ * (CLONE_VFORK). Starts one sandbox; returns the set-up's pid, reaped. */
+static pid_t
+start_broken(uv_loop_t *loop, char *dir, struct start_seen *seen, int *status)
+{
         char prog[64];
-        json_t *conf;
         int fd;
         pid_t pid;
 
@@ -314,17 +335,7 @@ start_broken(uv_loop_t *loop, char *dir, struct start_seen *seen, int *status)
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(write(fd, "not a program\n", 14), 14);
         close(fd);
-        ck_assert_int_eq(uv_loop_init(loop), 0);
-        conf = json_pack("{s:s,s:s}", "nsbox", prog, "hidden_paths", "");
-        ck_assert_int_eq(nsbox_init(loop, conf, &err), 0);
-        json_decref(conf);
-        ck_assert_msg(!nsbox_unavailable(&(const char *){NULL}),
-                      "namespace sandboxes are unavailable here: %s",
-                      nsbox_unavailable(&(const char *){NULL}));
-        who = (struct backend_identity){.uid = geteuid(), .gid = getegid(), .home = "/"};
-        spec = (struct sandbox_spec){.id = "sbx_1", .name = "broken", .owner = &who};
-        nsbox_start(&req, start_cb, seen);
-        ck_assert_int_eq(seen->calls, 0);
+        start_with(loop, prog, seen);
         pid = waitpid(-1, status, 0);
         ck_assert_int_gt(pid, 0);
         ck_assert(WIFEXITED(*status) && WEXITSTATUS(*status) == 127);
@@ -383,15 +394,97 @@ START_TEST(test_report_before_its_reaping)
 }
 END_TEST
 
+/* ---- this binary as sandboxd-nsbox: up to an agent whose READY is refused ---- */
+
+/* Sends m on ctl with the fds (SCM_RIGHTS). */
+static bool
+fake_send(const struct nsinit_msg *m, const int fds[2])
+{
+        char cbuf[CMSG_SPACE(2 * sizeof(int))] = {0};
+        struct iovec iov = {(void *) m, sizeof(*m)};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = cbuf,
+                            .msg_controllen = sizeof(cbuf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, 2 * sizeof(int));
+        return sendmsg(NSINIT_FD_CTL, &mh, MSG_NOSIGNAL) == (ssize_t) sizeof(*m);
+}
+
+/* What sandboxd-nsbox does with the daemon (nsinit.h) — its user namespace and maps, READY
+ * with its namespaces, ctl closed — and then an agent that answers HELLO with a READY whose
+ * pid is not 1, which the daemon refuses: the agent's session goes GONE during the start. */
+static int
+fake_nsbox(void)
+{
+        struct nsinit_msg m = {.type = NSI_MSG_MAPS, .pid = getpid()};
+        struct wire_in w = {0};
+        struct buf p = {0}, out = {0};
+        unsigned type;
+        uint32_t id;
+        int ns[2];
+
+        if (unshare(CLONE_NEWUSER) < 0 || send(NSINIT_FD_CTL, &m, sizeof(m), 0) < 0 ||
+            recv(NSINIT_FD_CTL, &m, sizeof(m), 0) != (ssize_t) sizeof(m) || m.type != NSI_MSG_GO)
+                return 1;
+        ns[0] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+        ns[1] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        m = (struct nsinit_msg){.type = NSI_MSG_READY, .pid = getpid()};
+        if (ns[0] < 0 || ns[1] < 0 || !fake_send(&m, ns))
+                return 1;
+        close(NSINIT_FD_CTL);
+        if (!wire_read(0, &w, &type, &id, &p) || type != AGENT_HELLO || p.len < 4 + 16)
+                return 1;
+        wire_ready(&out, p.data + 4, AGENT_PROTO_VERSION, 2);
+        if (write(1, out.data, out.len) != (ssize_t) out.len)
+                return 1;
+        while (wire_read(0, &w, &type, &id, &p)) /* until the daemon lets go (SIGKILL) */
+                ;
+        return 0;
+}
+
+/* The agent's session goes GONE during the start (a refused READY; also a HELLO/READY that
+ * never comes): the start fails with why, and the session is given back (closed) — it was
+ * dropped, its timer left in the loop (uv_loop_close: EBUSY). */
+START_TEST(test_agent_refused_during_the_start)
+{
+        uv_loop_t loop;
+        struct start_seen seen = {0};
+        char self[PATH_MAX] = "";
+        int status;
+        pid_t pid;
+
+        ck_assert_int_gt(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+        start_with(&loop, self, &seen);
+        while (!seen.calls)
+                uv_run(&loop, UV_RUN_ONCE);
+        ck_assert(!seen.nb);
+        ck_assert_msg(strstr(seen.msg, "the sandbox's agent did not start: the agent is not the "
+                                       "sandbox's PID 1"),
+                      "%s", seen.msg);
+        /* Killed, or gone on its own at the EOF of its stream that came just before. */
+        pid = waitpid(-1, &status, 0);
+        ck_assert(nsbox_reaped(pid, status));
+        start_end(&loop);
+        ck_assert_int_eq(seen.calls, 1);
+}
+END_TEST
+
 int
-main(void)
+main(int argc, char **argv)
 {
         Suite *s = suite_create("nsbox");
         TCase *tc = tcase_create("plan");
         SRunner *sr;
         int failed;
 
-        signal(SIGPIPE, SIG_IGN); /* as in the daemon: the session writes to a dead set-up */
+        if (argc > 0 && !strcmp(argv[0], "sandboxd-nsbox"))
+                return fake_nsbox(); /* run by the test below as the daemon would */
+        signal(SIGPIPE, SIG_IGN);    /* as in the daemon: the session writes to a dead set-up */
         tcase_add_test(tc, test_tree);
         tcase_add_test(tc, test_identity_and_network);
         tcase_add_test(tc, test_home_that_is_a_cover_stays_writable);
@@ -403,6 +496,7 @@ main(void)
         tc = tcase_create("start");
         tcase_add_test(tc, test_reaped_before_its_report);
         tcase_add_test(tc, test_report_before_its_reaping);
+        tcase_add_test(tc, test_agent_refused_during_the_start);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
