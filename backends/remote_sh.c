@@ -2,9 +2,12 @@
 #include "backends/remote_sh.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "protocol/util.h"
 
 /* $0 = mode (signal|kill) $1 = signal number $2 = pid file $3 = grace in 50 ms steps.
  * Prints the number of survivors. Pure POSIX sh plus kill and sleep, and Linux's /proc.
@@ -108,4 +111,55 @@ remote_sh_kill_args(struct remote_sh_kill_argv *a, const char *mode, int sig, co
         a->argv[5] = (char *) pidfile;
         a->argv[6] = a->steps;
         a->argv[7] = NULL;
+}
+
+struct remote_sh_kill {
+        const struct remote_sh_kill_ops *ops;
+        void *obj;
+        void *ctx;
+        backend_kill_cb cb;
+};
+
+static void
+remote_sh_killed_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *err)
+{
+        struct remote_sh_kill *k = ctx;
+
+        if (k->cb)
+                k->cb(k->ctx, err ? -1 : (out ? atoi(out) : 0), err);
+        k->ops->unref(k->obj);
+        free(k);
+}
+
+static void
+remote_sh_kill_run(const struct remote_sh_kill_ops *ops, struct backend_sandbox *sb, void *obj,
+                   const char *pidfile, const char *mode, int sig, unsigned grace_ms, void *ctx,
+                   backend_kill_cb cb)
+{
+        struct remote_sh_kill *k = xcalloc(1, sizeof(*k));
+        struct remote_sh_kill_argv ka;
+
+        remote_sh_kill_args(&ka, mode, sig, pidfile, grace_ms);
+        k->ops = ops;
+        k->obj = obj;
+        k->ctx = ctx;
+        k->cb = cb;
+        ops->ref(obj);
+        ops->helper(sb, ka.argv, NULL, 0, k, remote_sh_killed_cb);
+}
+
+/* Sends sig to an exec's tree through the backend's helper. */
+void
+remote_sh_signal(const struct remote_sh_kill_ops *ops, struct backend_sandbox *sb, void *obj,
+                 const char *pidfile, int sig)
+{
+        remote_sh_kill_run(ops, sb, obj, pidfile, "signal", sig, 0, NULL, NULL);
+}
+
+/* TERM, grace, KILL of an exec's tree through the backend's helper. */
+void
+remote_sh_kill_tree(const struct remote_sh_kill_ops *ops, struct backend_sandbox *sb, void *obj,
+                    const char *pidfile, unsigned grace_ms, void *ctx, backend_kill_cb cb)
+{
+        remote_sh_kill_run(ops, sb, obj, pidfile, "kill", SIGTERM, grace_ms, ctx, cb);
 }

@@ -1,7 +1,9 @@
 /* remote_sh.h — small POSIX sh programs that backends run inside a sandbox they reach only
  * through "run this argv" (a container, a cloud sandbox): signalling or killing an exec's whole
  * process tree, and reading or writing a file. They need only sh, kill, sleep, cat, wc, tail,
- * head, mkdir and chmod (coreutils or busybox). Pure; argv layouts are given with each.
+ * head, mkdir and chmod (coreutils or busybox). The programs are pure (argv layouts are given
+ * with each); remote_sh_signal and remote_sh_kill_tree run the kill through a backend's helper
+ * exec (loop thread only).
  */
 #ifndef SANDBOXD_REMOTE_SH_H
 #define SANDBOXD_REMOTE_SH_H
@@ -10,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "protocol/error.h"
 
 /* argv: sh -c remote_sh_kill MODE SIG PIDFILE STEPS, MODE "signal" or "kill", SIG a signal
@@ -24,6 +27,29 @@ struct remote_sh_kill_argv {
 };
 void remote_sh_kill_args(struct remote_sh_kill_argv *a, const char *mode, int sig,
                          const char *pidfile, unsigned grace_ms);
+
+/* A helper exec's end: its exit code and stdout (borrowed), or err when it could not run. */
+typedef void (*remote_sh_helper_cb)(void *ctx, int exit_code, const char *out, size_t len,
+                                    const struct sbx_error *err);
+
+/* What a backend lends a kill: its helper exec (argv borrowed, run in sb, stdout collected) and
+ * a reference on the exec (obj) that the kill holds until the helper's end. */
+struct remote_sh_kill_ops {
+        void (*helper)(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
+                       void *ctx, remote_sh_helper_cb cb);
+        void (*ref)(void *obj);
+        void (*unref)(void *obj);
+};
+
+/* Sends sig to the tree of exec obj in sb, whose pid is in pidfile (borrowed): backend_proc_ops
+ * signal, the outcome not awaited. */
+void remote_sh_signal(const struct remote_sh_kill_ops *ops, struct backend_sandbox *sb, void *obj,
+                      const char *pidfile, int sig);
+/* TERM, grace_ms, KILL of that tree: backend_proc_ops kill; cb gets the survivors, or -1 and the
+ * error when the helper could not run. */
+void remote_sh_kill_tree(const struct remote_sh_kill_ops *ops, struct backend_sandbox *sb,
+                         void *obj, const char *pidfile, unsigned grace_ms, void *ctx,
+                         backend_kill_cb cb);
 
 /* argv: sh -c remote_sh_read PATH OFFSET+1 MAX: prints the file's size on a line, then up to
  * MAX bytes from OFFSET. Fails (exit != 0) when PATH is not a regular file. */

@@ -36,8 +36,6 @@ enum dx_phase {
         DX_DONE,
 };
 
-struct dx_kill;
-
 struct dx_proc {
         struct backend_proc base; /* ops: dx_ops */
         struct backend_sandbox *sb;
@@ -410,12 +408,6 @@ dx_launch(struct dx_proc *p, const struct exec_spec *spec, struct sbx_error *err
         return rc;
 }
 
-struct dx_kill {
-        struct dx_proc *p;
-        backend_kill_cb cb;
-        void *ctx;
-};
-
 /* Starts a user exec: through the agent when the container runs one. */
 int
 docker_exec_start(struct backend_sandbox *sb, const struct exec_spec *spec,
@@ -684,31 +676,12 @@ dx_op_write(struct backend_proc *bp, const void *data, size_t len, bool eof)
         return 0;
 }
 
-static void
-dx_kill_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *err)
-{
-        struct dx_kill *k = ctx;
-
-        if (k->cb)
-                k->cb(k->ctx, err ? -1 : (out ? atoi(out) : 0), err);
-        dx_unref(k->p);
-        free(k);
-}
-
-static void
-dx_kill_run(struct dx_proc *p, const char *mode, int sig, unsigned grace_ms, void *ctx,
-            backend_kill_cb cb)
-{
-        struct dx_kill *k = xcalloc(1, sizeof(*k));
-        struct remote_sh_kill_argv ka;
-
-        remote_sh_kill_args(&ka, mode, sig, p->pidfile, grace_ms);
-        k->p = p;
-        k->cb = cb;
-        k->ctx = ctx;
-        dx_ref(p);
-        docker_helper(p->sb, ka.argv, NULL, 0, k, dx_kill_cb);
-}
+/* Kills and signals: remote_sh_kill in a helper exec, which walks the tree from the pid file. */
+static const struct remote_sh_kill_ops dx_kill_ops = {
+        .helper = docker_helper,
+        .ref = dx_ref_cb,
+        .unref = dx_unref_cb,
+};
 
 /* Sends sig to the exec's tree inside the container. */
 static int
@@ -721,7 +694,7 @@ dx_op_signal(struct backend_proc *bp, int sig)
         if (strcmp(p->sb->state, "running") != 0)
                 return -ESRCH;
         p->signalled = sig;
-        dx_kill_run(p, "signal", sig, 0, NULL, NULL);
+        remote_sh_signal(&dx_kill_ops, p->sb, p, p->pidfile, sig);
         return 0;
 }
 
@@ -736,7 +709,7 @@ dx_op_kill(struct backend_proc *bp, unsigned grace_ms, void *ctx, backend_kill_c
                 return;
         }
         p->signalled = SIGTERM;
-        dx_kill_run(p, "kill", SIGTERM, grace_ms, ctx, cb);
+        remote_sh_kill_tree(&dx_kill_ops, p->sb, p, p->pidfile, grace_ms, ctx, cb);
 }
 
 /* Stops reading output. */

@@ -68,9 +68,18 @@ static void dx_flush_stdin(struct dx *x);
 /* User execs alive (their link is in the list from start or adopt until freed). */
 static struct list dx_all = {&dx_all, &dx_all};
 
+/* void *: also the remote_sh_kill_ops entries. */
 static void
-dx_unref(struct dx *x)
+dx_ref(void *obj)
 {
+        ((struct dx *) obj)->refs++;
+}
+
+static void
+dx_unref(void *obj)
+{
+        struct dx *x = obj;
+
         if (--x->refs > 0)
                 return;
         list_del(&x->link);
@@ -532,37 +541,11 @@ modal_dexec_write(struct modal_proc *p, const void *data, size_t len, bool eof)
 
 /* ---- signals and kills, by a helper that walks the tree from the pid file ---- */
 
-struct dx_kill {
-        struct dx *x;
-        void *ctx;
-        backend_kill_cb cb;
+static const struct remote_sh_kill_ops dx_kill_ops = {
+        .helper = modal_dexec_helper,
+        .ref = dx_ref,
+        .unref = dx_unref,
 };
-
-static void
-dx_kill_cb(void *ctx, int code, const char *out, size_t len, const struct sbx_error *err)
-{
-        struct dx_kill *k = ctx;
-
-        if (k->cb)
-                k->cb(k->ctx, err ? -1 : out ? atoi(out) : 0, err);
-        dx_unref(k->x);
-        free(k);
-}
-
-static void
-dx_kill_run(struct dx *x, const char *mode, int sig, unsigned grace_ms, void *ctx,
-            backend_kill_cb cb)
-{
-        struct dx_kill *k = xcalloc(1, sizeof(*k));
-        struct remote_sh_kill_argv ka;
-
-        remote_sh_kill_args(&ka, mode, sig, x->pidfile, grace_ms);
-        k->x = x;
-        k->ctx = ctx;
-        k->cb = cb;
-        x->refs++;
-        modal_dexec_helper(x->base.sb, ka.argv, NULL, 0, k, dx_kill_cb);
-}
 
 /* Sends sig to the exec's tree. */
 int
@@ -575,7 +558,7 @@ modal_dexec_signal(struct modal_proc *p, int sig)
         if (x->done || x->base.sb->gone)
                 return -ESRCH;
         x->signalled = sig;
-        dx_kill_run(x, "signal", sig, 0, NULL, NULL);
+        remote_sh_signal(&dx_kill_ops, x->base.sb, x, x->pidfile, sig);
         return 0;
 }
 
@@ -590,7 +573,7 @@ modal_dexec_kill(struct modal_proc *p, unsigned grace_ms, void *ctx, backend_kil
                 return;
         }
         x->signalled = SIGTERM;
-        dx_kill_run(x, "kill", SIGTERM, grace_ms, ctx, cb);
+        remote_sh_kill_tree(&dx_kill_ops, x->base.sb, x, x->pidfile, grace_ms, ctx, cb);
 }
 
 /* Stops reading output. */
