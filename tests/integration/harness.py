@@ -23,6 +23,9 @@ SANDBOXCTL = os.environ.get("SANDBOXCTL_BIN", os.path.abspath("build/std/sandbox
 class Daemon:
     """One sandboxd process with its own socket, state directory and notify socket."""
 
+    # Subclasses with their own __init__ (test_systemd's Launched) start from these.
+    stopped_log = None
+
     def __init__(self, config=None, args=(), env=None, state_dir=None, uid=None):
         """state_dir: use this state directory (kept after stop, e.g. for a restart test)
         instead of a fresh one inside the daemon's temporary directory. uid: run the daemon
@@ -54,7 +57,16 @@ class Daemon:
             cmd = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"] + cmd
         self.log = open(os.path.join(self.dir, "daemon.log"), "w+")
         self.proc = subprocess.Popen(cmd, env=e, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_notify("READY=1", 20)
+        try:
+            self.wait_notify("READY=1", 20)
+        except BaseException:
+            # Not ready: nobody will stop it (the caller gets no Daemon), so it goes now.
+            self.proc.kill()
+            self.proc.wait()
+            self.notify.close()
+            self.log.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
 
     def wait_notify(self, what, timeout=10):
         deadline = time.monotonic() + timeout
@@ -79,6 +91,10 @@ class Daemon:
         return Client(self.socket, **kw)
 
     def stop(self, expect=0, timeout=30):
+        """SIGTERM, then the exit status must be expect; returns the log. A second stop
+        (a class cleanup after the class's own) returns the log again."""
+        if self.stopped_log is not None:
+            return self.stopped_log
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -93,7 +109,7 @@ class Daemon:
             except BlockingIOError:
                 break
         self.notify.close()
-        log = self.read_log()
+        log = self.stopped_log = self.read_log()
         self.log.close()
         if rc != expect:
             raise AssertionError("sandboxd exited %s, expected %s; log:\n%s" % (rc, expect, log))
@@ -196,7 +212,6 @@ class Client:
         return "".join(p["data"] for p in out)
 
 
-
 def needs_root(reason):
     """Class decorator: a test class that must run as root. Outside CI it skips when not
     root; in CI (SANDBOXD_CI=1, which runs as root) not being root fails the class, so a
@@ -211,6 +226,23 @@ def needs_root(reason):
             return cls
         return unittest.skip(reason)(cls)
     return wrap
+
+
+def class_resource(cls, start, *args, stop="stop", **kw):
+    """Starts something a test class owns besides its tests (an extra server, a fake
+    service, a relay, the class's daemon, a directory) and guarantees its teardown:
+    start(*args, **kw) returns it, and stop (the name of its method, or a function given it)
+    becomes a class cleanup. unittest runs class cleanups after tearDownClass, and also when
+    setUpClass fails after this call, most recent first: whatever fails halfway, everything
+    started so far goes, and what was started later (a daemon that uses a server) goes
+    first. Returns the resource."""
+    r = start(*args, **kw)
+    if isinstance(stop, str):
+        cls.addClassCleanup(getattr(r, stop))
+    else:
+        cls.addClassCleanup(stop, r)
+    return r
+
 
 def b64(s):
     return base64.b64encode(s if isinstance(s, bytes) else s.encode()).decode()
@@ -245,7 +277,8 @@ class DaemonTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon(cls.config)
+        # A class cleanup too: a subclass's setUpClass that fails after this leaves nothing.
+        cls.daemon = class_resource(cls, Daemon, cls.config)
 
     @classmethod
     def tearDownClass(cls):

@@ -12,10 +12,9 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, needs_root
+from harness import SANDBOXD, Daemon, RpcError, class_resource, needs_root
 from test_identity import NOBODY, as_nobody
-from test_docker import (IMAGE, config, docker, docker_api, remove_instance_containers,
-                         require_docker)
+from test_docker import IMAGE, config, docker, docker_api, require_docker, stop_removing_containers
 
 
 def rules(error):
@@ -34,24 +33,17 @@ class UnprivilegedEscapes(unittest.TestCase):
         cls.rootvol = tag + "-rootvol"
         # Another container that sees / (made by root, not through the daemon) and a local
         # volume bound to /: both exist on the host before the attacker asks.
-        docker("create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE, "true")
-        docker("volume", "create", "-o", "type=none", "-o", "o=bind", "-o", "device=/",
-               cls.rootvol)
-        cls.own = tempfile.mkdtemp(prefix="sbxesc-own-")
+        # Class cleanups: they go whatever fails later (the shared dockerd keeps nothing).
+        class_resource(cls, docker, "create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE,
+                       "true", stop=lambda _: docker("rm", "-f", cls.helper, check=False))
+        class_resource(cls, docker, "volume", "create", "-o", "type=none", "-o", "o=bind", "-o",
+                       "device=/", cls.rootvol,
+                       stop=lambda _: docker("volume", "rm", "-f", cls.rootvol, check=False))
+        cls.own = class_resource(cls, tempfile.mkdtemp, prefix="sbxesc-own-", stop=os.rmdir)
         os.chown(cls.own, NOBODY, NOBODY)
-        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        cls.daemon = class_resource(cls, Daemon, config() + "[daemon]\nallow_users = nobody\n"
+                                    "socket_group = nogroup\n", stop=stop_removing_containers)
         os.chmod(cls.daemon.dir, 0o755)
-
-    @classmethod
-    def tearDownClass(cls):
-        state = cls.daemon.state
-        try:
-            cls.daemon.stop()
-        finally:
-            remove_instance_containers(state)
-            docker("rm", "-f", cls.helper, check=False)
-            docker("volume", "rm", "-f", cls.rootvol, check=False)
-            os.rmdir(cls.own)
 
     def escapes(self):
         def hc(**fields):
@@ -234,6 +226,4 @@ class OperatorAdditions(unittest.TestCase):
             self.assertIn("container.runtime", rules({"data": cm.exception.data}))
             c.close()
         finally:
-            state = d.state
-            d.stop()
-            remove_instance_containers(state)
+            stop_removing_containers(d)

@@ -20,7 +20,7 @@ import threading
 import time
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError, assert_taken_back_whole, b64
+from harness import Daemon, DaemonTest, RpcError, assert_taken_back_whole, b64, class_resource
 
 IMAGE = os.environ.get("SANDBOXD_TEST_IMAGE", "sandboxd-test:busybox")
 DOCKER_SOCK = "/var/run/docker.sock"
@@ -79,6 +79,15 @@ def remove_instance_containers(state_dir):
         docker("rm", "-f", *ids, check=False)
 
 
+def stop_removing_containers(daemon):
+    """Stops a test daemon, then removes the containers it labelled (also when it did not
+    stop cleanly)."""
+    try:
+        daemon.stop()
+    finally:
+        remove_instance_containers(daemon.state)
+
+
 def config(extra=""):
     return "[backend.docker]\nimage = %s\npids_limit = 300\n%s" % (IMAGE, extra)
 
@@ -89,15 +98,9 @@ class DockerDaemonTest(DaemonTest):
     @classmethod
     def setUpClass(cls):
         require_docker()
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        state = cls.daemon.state
-        try:
-            super().tearDownClass()
-        finally:
-            remove_instance_containers(state)
+        # DaemonTest's, with the containers removed by the class cleanup (after tearDownClass
+        # stopped the daemon, or when a subclass's setUpClass fails after this).
+        cls.daemon = class_resource(cls, Daemon, cls.config, stop=stop_removing_containers)
 
     def create(self, **params):
         params.setdefault("backend", "docker")
@@ -392,6 +395,7 @@ class TLSProxy:
                 break
             except OSError:
                 if time.monotonic() > deadline:
+                    self.close()  # the caller gets no proxy to close
                     raise AssertionError("socat did not listen on %d" % self.port)
                 time.sleep(0.05)
 
@@ -411,20 +415,9 @@ class DockerTLS(DockerDaemonTest):
 
     @classmethod
     def setUpClass(cls):
-        cls.proxy = TLSProxy()
+        cls.proxy = class_resource(cls, TLSProxy, stop="close")
         cls.config = cls.proxy.config()
-        try:
-            super().setUpClass()
-        except BaseException:
-            cls.proxy.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.proxy.close()
+        super().setUpClass()
 
     def test_proxy_requires_a_client_certificate(self):
         import ssl
@@ -468,9 +461,7 @@ class DockerTLS(DockerDaemonTest):
             self.assertIn("over TLS", e.exception.message)
             c.close()
         finally:
-            state = d.state
-            d.stop()
-            remove_instance_containers(state)
+            stop_removing_containers(d)
 
 
 class DockerPolicy(DockerDaemonTest):

@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, b64
+from harness import SANDBOXD, Daemon, RpcError, b64, class_resource
 from modal_fakes import FakeGateway, FakeModal, Relay
 
 CLEAN = {"MODAL_TOKEN_ID": "", "MODAL_TOKEN_SECRET": "", "MODAL_CONFIG_PATH": "",
@@ -73,13 +73,8 @@ class ModalModes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.fake = FakeModal()
-        cls.gw = FakeGateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.fake.stop()
-        cls.gw.stop()
+        cls.fake = class_resource(cls, FakeModal)
+        cls.gw = class_resource(cls, FakeGateway)
 
     def setUp(self):
         self.env = Env()
@@ -240,12 +235,13 @@ class ModalDirect(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.relay = Relay()
-        cls.fake = FakeModal(router_url="http://127.0.0.1:%d" % cls.relay.port)
+        cls.relay = class_resource(cls, Relay, stop="close")
+        cls.fake = class_resource(cls, FakeModal,
+                                  router_url="http://127.0.0.1:%d" % cls.relay.port)
         cls.relay.target = cls.fake.router_port
-        cls.env = Env()
-        cls.daemon = Daemon("[backend.modal]\nmode = direct\n",
-                            env=direct_env(cls.env, cls.fake))
+        cls.env = class_resource(cls, Env, stop="close")
+        cls.daemon = class_resource(cls, Daemon, "[backend.modal]\nmode = direct\n",
+                                    env=direct_env(cls.env, cls.fake))
         cls.c = cls.daemon.client()
         cls.sb = cls.c.call("sandbox.create", {"backend": "modal", "name": "d",
                                                "resources": {"cpus": 0.5, "memory_mb": 256},
@@ -254,10 +250,7 @@ class ModalDirect(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.c.close()
-        cls.log = cls.daemon.stop()
-        cls.fake.stop()
-        cls.relay.close()
-        cls.env.close()
+        cls.log = cls.daemon.stop()  # the class cleanups stop the fakes
         for secret in (cls.fake.token_secret, cls.fake.token_id):
             assert secret not in cls.log, "a token is in the daemon's log"
 
@@ -622,19 +615,18 @@ class ModalManaged(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.gw = FakeGateway()
-        cls.env = Env()
-        cls.daemon = Daemon(gateway_config(cls.env, cls.gw, "managed",
-                                           "gateway_poll_ms = 50\n"), env=cls.env.env())
+        cls.gw = class_resource(cls, FakeGateway)
+        cls.env = class_resource(cls, Env, stop="close")
+        cls.daemon = class_resource(cls, Daemon, gateway_config(cls.env, cls.gw, "managed",
+                                                                "gateway_poll_ms = 50\n"),
+                                    env=cls.env.env())
         cls.c = cls.daemon.client()
         cls.sb = cls.c.call("sandbox.create", {"backend": "modal", "name": "m"}, timeout=60)
 
     @classmethod
     def tearDownClass(cls):
         cls.c.close()
-        log = cls.daemon.stop()
-        cls.gw.stop()
-        cls.env.close()
+        log = cls.daemon.stop()  # the class cleanups stop the fake
         assert cls.gw.token not in log
 
     def exec(self, **params):

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError
+from harness import Daemon, DaemonTest, RpcError, class_resource
 import test_docker
 from test_identity import NOBODY, as_nobody
 
@@ -430,17 +430,11 @@ class ModalDirectShell(ShellCases, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         import test_modal
-        cls.fake = test_modal.FakeModal()
-        cls.env = test_modal.Env()
-        cls.daemon = Daemon("[backend.modal]\nmode = direct\n",
-                            env=test_modal.direct_env(cls.env, cls.fake))
+        cls.fake = class_resource(cls, test_modal.FakeModal)
+        cls.env = class_resource(cls, test_modal.Env, stop="close")
+        cls.daemon = class_resource(cls, Daemon, "[backend.modal]\nmode = direct\n",
+                                    env=test_modal.direct_env(cls.env, cls.fake))
         super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-        cls.fake.stop()
-        cls.env.close()
 
     @classmethod
     def make_sandbox(cls, c):

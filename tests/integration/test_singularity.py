@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from harness import SANDBOXCTL, Daemon, RpcError, uniq_secs
+from harness import SANDBOXCTL, Daemon, RpcError, class_resource, uniq_secs
 from singularity_fake import FakeApptainer
 from test_identity import as_nobody
 
@@ -30,17 +30,10 @@ class FakeDaemonTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.fake = FakeApptainer()
+        cls.fake = class_resource(cls, FakeApptainer, stop="cleanup")
         env = dict(cls.fake.env())
         env.update(cls.daemon_env)
-        cls.daemon = Daemon(cls.fake.config(cls.extra), env=env)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.fake.cleanup()
+        cls.daemon = class_resource(cls, Daemon, cls.fake.config(cls.extra), env=env)
 
     def setUp(self):
         self.c = self.daemon.client()

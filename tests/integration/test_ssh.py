@@ -14,7 +14,8 @@ import tempfile
 import time
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, assert_taken_back_whole, b64, uniq_secs
+from harness import (SANDBOXD, Daemon, RpcError, assert_taken_back_whole, b64, class_resource,
+                     uniq_secs)
 from ssh_server import Relay, Sshd, kill_under, require_sshd
 from test_identity import NOBODY, as_nobody
 
@@ -167,20 +168,9 @@ class SshClass(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.env = cls.env_class(cls.sshd_extra)
+        cls.env = class_resource(cls, cls.env_class, cls.sshd_extra)
         cls.env.trust()
-        try:
-            cls.daemon = Daemon(cls.env.config(cls.entries()))
-        except BaseException:
-            cls.env.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.env.stop()
+        cls.daemon = class_resource(cls, Daemon, cls.env.config(cls.entries()))
 
 
 class SshSandbox(SshClass):
@@ -190,24 +180,17 @@ class SshSandbox(SshClass):
 
     @classmethod
     def setUpClass(cls):
-        super().setUpClass()
-        try:
-            c = cls.daemon.client()
-            cls.sb = c.call("sandbox.create", {"backend": "ssh", "name": "main",
-                                               "ssh": {"host": cls.host}}, timeout=60)
-            c.close()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+        super().setUpClass()  # the daemon and the sshd are class cleanups: they go after
+        c = cls.daemon.client()
+        cls.sb = c.call("sandbox.create", {"backend": "ssh", "name": "main",
+                                           "ssh": {"host": cls.host}}, timeout=60)
+        c.close()
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            c = cls.daemon.client()
-            c.call("sandbox.destroy", {"id": "main"}, timeout=60)  # its agent goes too
-            c.close()
-        finally:
-            super().tearDownClass()
+        c = cls.daemon.client()
+        c.call("sandbox.destroy", {"id": "main"}, timeout=60)  # its agent goes too
+        c.close()
 
     def setUp(self):
         self.c = self.daemon.client()
@@ -461,19 +444,8 @@ class SshJumpHosts(SshClass):
 
     @classmethod
     def setUpClass(cls):
-        cls.nofwd = Sshd("AllowTcpForwarding no")
-        try:
-            super().setUpClass()
-        except BaseException:
-            cls.nofwd.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.nofwd.stop()
+        cls.nofwd = class_resource(cls, Sshd, "AllowTcpForwarding no")
+        super().setUpClass()
 
     @classmethod
     def entries(cls):
@@ -604,11 +576,7 @@ class SshTrustAndCredentials(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.env = SshEnv()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.env.stop()
+        cls.env = class_resource(cls, SshEnv)
 
     def setUp(self):
         if os.path.exists(self.env.known_hosts):
@@ -791,10 +759,12 @@ class SshAgentAuth(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         from ssh_server import keygen
-        cls.env = SshEnv()
+        cls.env = class_resource(cls, SshEnv)
         cls.env.trust()
         cls.procs = []
-        cls.home = tempfile.mkdtemp(prefix="sbxagent-")  # nobody's: its agents' sockets
+        # nobody's: its agents' sockets
+        cls.home = class_resource(cls, tempfile.mkdtemp, prefix="sbxagent-",
+                                  stop=lambda d: shutil.rmtree(d, ignore_errors=True))
         os.chown(cls.home, NOBODY, NOBODY)
         os.chmod(cls.home, 0o700)
         cls.key = os.path.join(cls.home, "pp_ed25519")
@@ -810,18 +780,16 @@ class SshAgentAuth(unittest.TestCase):
         os.chmod(cls.askpass, 0o700)
         for path in (cls.key, cls.key + ".pub", cls.other, cls.other + ".pub", cls.askpass):
             os.chown(path, NOBODY, NOBODY)
-        cls.daemon = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" +
-                            cls.env.config("", "client_hosts = 127.0.0.1\n"))
+        cls.daemon = class_resource(cls, Daemon, "[daemon]\nallow_users = nobody\n"
+                                    "socket_group = nogroup\n" +
+                                    cls.env.config("", "client_hosts = 127.0.0.1\n"))
         os.chmod(cls.daemon.dir, 0o755)
 
     @classmethod
     def tearDownClass(cls):
-        for p in cls.procs:
+        for p in cls.procs:  # the agents the tests started; the class cleanups do the rest
             p.kill()
             p.wait()
-        cls.daemon.stop()
-        cls.env.stop()
-        shutil.rmtree(cls.home, ignore_errors=True)
 
     @classmethod
     def agent(cls, name, keys=(), root=False):
