@@ -4,6 +4,7 @@ The daemon is started with a private socket and state directory; readiness is RE
 test NOTIFY_SOCKET (no sleeps). Teardown sends SIGTERM and expects exit status 0.
 """
 import base64
+import functools
 import itertools
 import json
 import os
@@ -213,18 +214,21 @@ class Client:
 
 
 def needs_root(reason):
-    """Class decorator: a test class that must run as root. Outside CI it skips when not
-    root; in CI (SANDBOXD_CI=1, which runs as root) not being root fails the class, so a
-    skip is never passed off as a pass."""
-    def wrap(cls):
+    """Decorator of a test class or a test method that must run as root. Outside CI it
+    skips when not root; in CI (SANDBOXD_CI=1, which runs as root) not being root fails the
+    class or the test, so a skip is never passed off as a pass."""
+    def wrap(obj):
         if os.geteuid() == 0:
-            return cls
-        if os.environ.get("SANDBOXD_CI") == "1":
-            def setUpClass(c):
-                raise AssertionError("SANDBOXD_CI=1 but not root (%s): run as root" % reason)
-            cls.setUpClass = classmethod(setUpClass)
-            return cls
-        return unittest.skip(reason)(cls)
+            return obj
+        if os.environ.get("SANDBOXD_CI") != "1":
+            return unittest.skip(reason)(obj)
+
+        def refuse(*args, **kw):
+            raise AssertionError("SANDBOXD_CI=1 but not root (%s): run as root" % reason)
+        if isinstance(obj, type):
+            obj.setUpClass = classmethod(refuse)
+            return obj
+        return functools.wraps(obj)(refuse)
     return wrap
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, b64
+from harness import SANDBOXD, Daemon, RpcError, b64, needs_root
 from test_identity import NOBODY, as_nobody
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -617,7 +617,7 @@ class TestSecrets(FakeTest):
         self.assertNotIn(key, self.daemon.read_log())
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@needs_root("needs root to act as a second uid")
 class TestOtherUser(FakeTest):
     """A root daemon that nobody may use too: nobody gets nothing of root's sandboxes (not
     even a parked one of the same name), cannot steer the API or plant the trusted labels."""

@@ -324,7 +324,7 @@ class IsolationTest(unittest.TestCase):
                 r = self.sh(cmd)
                 self.assertNotEqual(r["exit_code"], 0, r)
 
-    @unittest.skipIf(os.geteuid() != 0, "root makes the setuid-root program")
+    @harness.needs_root("root makes the setuid-root program")
     def test_setuid_binary_gives_nothing(self):
         host = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                                "--clear-groups", self.suid, "-u"], capture_output=True, text=True)
@@ -408,7 +408,7 @@ class IsolationTest(unittest.TestCase):
         self.assertTrue(os.path.isdir(os.path.join(self.work, "app", "node_modules", "pkg")))
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+@harness.needs_root("needs root to act as a second uid")
 class RootDaemonOtherCaller(IsolationTest):
     """A root daemon; the caller is nobody: the sandbox runs as nobody, never as root."""
     caller = NOBODY
@@ -430,7 +430,7 @@ class RootDaemonOtherCaller(IsolationTest):
         self.assertEqual(answers[0], answers[1])
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root to run the daemon as another uid")
+@harness.needs_root("needs root to run the daemon as another uid")
 class UnprivilegedDaemon(IsolationTest):
     """The daemon as nobody (a user service): unprivileged user namespaces."""
     daemon_uid = NOBODY
@@ -486,7 +486,7 @@ class HostSandboxAndSpecs(unittest.TestCase):
                 self.assertIn("remove it from [backend.local] writable_paths", r.stderr)
 
 
-@unittest.skipIf(os.geteuid() != 0, "needs root: cgroups are made by a root daemon")
+@harness.needs_root("needs root: cgroups are made by a root daemon")
 class Limits(unittest.TestCase):
     """The sandbox's PID 1 joins its cgroup: limits hold for everything in it, and the OOM
     killer's victim is reported while the sandbox lives on."""

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError, class_resource
+from harness import Daemon, DaemonTest, RpcError, class_resource, needs_root
 import test_docker
 from test_identity import NOBODY, as_nobody
 
@@ -300,7 +300,7 @@ class LocalBusybox(LocalReference, ShellCases, DaemonTest):
 class LocalSecondUid(unittest.TestCase):
     """The state of a caller the daemon runs commands for under their own uid."""
 
-    @unittest.skipIf(os.geteuid() != 0, "needs root to act as a second uid")
+    @needs_root("needs root to act as a second uid")
     def test_state_as_nobody(self):
         from harness import Daemon
         d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
