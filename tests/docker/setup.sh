@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/docker/setup.sh — idempotent: make sure dockerd runs and the test images exist.
+# tests/docker/setup.sh — idempotent: make sure dockerd runs, remove the containers killed test
+# runs left behind (remove_killed.py) and make sure the test images exist.
 #   sandboxd-test:busybox  a rootfs of busybox-static with applet symlinks, made by `docker import`.
 #   sandboxd-test:bash     the same with bash-static as /bin/bash (a container whose shell is bash).
 set -eu
@@ -22,6 +23,9 @@ if ! docker info >/dev/null 2>&1; then
                 sleep 0.5
         done
 fi
+
+# Containers that killed test runs left behind (only theirs: dockerd may be shared).
+python3 "$(dirname "$0")/remove_killed.py"
 
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 if have "$IMAGE" && have "$BASH_IMAGE"; then

@@ -4,6 +4,7 @@ The daemon is started with a private socket and state directory; readiness is RE
 test NOTIFY_SOCKET (no sleeps). Teardown sends SIGTERM and expects exit status 0.
 """
 import base64
+import fcntl
 import functools
 import itertools
 import json
@@ -26,12 +27,17 @@ class Daemon:
 
     # Subclasses with their own __init__ (test_systemd's Launched) start from these.
     stopped_log = None
+    run_lock = None
 
     def __init__(self, config=None, args=(), env=None, state_dir=None, uid=None):
         """state_dir: use this state directory (kept after stop, e.g. for a restart test)
         instead of a fresh one inside the daemon's temporary directory. uid: run the daemon
         as this uid (and its own gid), as a user service would (the test must be root)."""
         self.dir = tempfile.mkdtemp(prefix="sbxtest-")
+        # Held while this test process lives: when a killed run leaves containers labelled
+        # with the state directory, tests/docker/remove_killed.py sees the lock free.
+        self.run_lock = open(os.path.join(self.dir, "lock"), "w")
+        fcntl.flock(self.run_lock, fcntl.LOCK_EX)
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "run", "sandboxd.sock")
         self.state = state_dir if state_dir is not None else os.path.join(self.dir, "state")
@@ -67,6 +73,7 @@ class Daemon:
             self.notify.close()
             self.log.close()
             shutil.rmtree(self.dir, ignore_errors=True)
+            self.run_lock.close()
             raise
 
     def wait_notify(self, what, timeout=10):
@@ -115,6 +122,8 @@ class Daemon:
         if rc != expect:
             raise AssertionError("sandboxd exited %s, expected %s; log:\n%s" % (rc, expect, log))
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.run_lock is not None:
+            self.run_lock.close()
         return log
 
 

@@ -2,7 +2,14 @@
  *
  * Needs tests/docker/setup.sh to have run (dockerd up, image sandboxd-test:busybox). Each test
  * creates its own container and removes it; the loop must close cleanly at the end.
+ *
+ * A failing test cannot remove its container itself: check ends its process at the failed
+ * assertion (_exit in CK_FORK mode, before any checked teardown) or at its timeout (SIGKILL).
+ * So every container of a run carries the run's instance label, a directory /tmp/sbxtest-XXXXXX
+ * whose lock the run holds, and the runner removes what is left after the tests; what a
+ * killed run leaves, tests/docker/setup.sh removes (the lock is free then).
  */
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -32,6 +39,7 @@
 static uv_loop_t loop;
 static const struct backend_ops *ops = &docker_backend_ops;
 static struct backend_identity me;
+static char run_dir[] = "/tmp/sbxtest-XXXXXX"; /* the run's instance label; made in main() */
 
 /* ---- loop helpers ---- */
 
@@ -50,6 +58,8 @@ backend_up(const char *config_json)
         struct sbx_error err = {0};
         json_t *cfg = json_loads(config_json ? config_json : "{}", 0, NULL);
 
+        if (!json_object_get(cfg, "instance"))
+                json_object_set_new(cfg, "instance", json_string(run_dir));
         util_json_alloc_init();
         ck_assert_int_eq(uv_loop_init(&loop), 0);
         me.uid = getuid();
@@ -947,9 +957,10 @@ reap_cb(void *ctx, int removed, const struct sbx_error *err)
 
 START_TEST(test_reap_orphans)
 {
-        char inst[64];
+        char inst[sizeof(run_dir) + 32];
 
-        snprintf(inst, sizeof(inst), "{\"instance\": \"test-%d\"}", (int) getpid());
+        /* Its own instance below the run's: what failed tests left is not this test's. */
+        snprintf(inst, sizeof(inst), "{\"instance\": \"%s/reap\"}", run_dir);
         backend_up(inst);
         struct backend_sandbox *keep = create_default();
         struct backend_sandbox *orphan = create_default();
@@ -1583,14 +1594,61 @@ docker_suite(void)
         return s;
 }
 
+/* Makes run_dir and takes its lock, held (by this process and the forked tests) until exit: a
+ * free lock tells tests/docker/setup.sh that the run is gone. */
+static int
+run_lock(void)
+{
+        char path[sizeof(run_dir) + 8];
+        int fd;
+
+        if (!mkdtemp(run_dir))
+                return -1;
+        snprintf(path, sizeof(path), "%s/lock", run_dir);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                perror(path);
+                return -1;
+        }
+        return fd;
+}
+
+/* Removes the containers labelled with the run's instance (or one below it) and run_dir. */
+static int
+run_cleanup(int lock_fd)
+{
+        char cmd[512], path[sizeof(run_dir) + 8];
+        int rc;
+
+        /* The label's value is run_dir or run_dir/...: a prefix match over docker's listing. */
+        snprintf(cmd, sizeof(cmd),
+                 "docker ps -a --filter label=sandboxd.instance --format "
+                 "'{{.ID}} {{.Label \"sandboxd.instance\"}}' | "
+                 "awk -v d=%s '$2 == d || index($2, d \"/\") == 1 { print $1 }' | "
+                 "xargs -r docker rm -f >/dev/null",
+                 run_dir);
+        rc = system(cmd);
+        snprintf(path, sizeof(path), "%s/lock", run_dir);
+        unlink(path);
+        close(lock_fd);
+        rmdir(run_dir);
+        if (rc != 0)
+                fprintf(stderr, "check_docker: '%s' failed (%d)\n", cmd, rc);
+        return rc == 0 ? 0 : -1;
+}
+
 int
 main(void)
 {
         SRunner *sr = srunner_create(docker_suite());
-        int failed;
+        int failed, lock_fd = run_lock();
 
+        if (lock_fd < 0)
+                return EXIT_FAILURE;
         srunner_run_all(sr, CK_NORMAL);
         failed = srunner_ntests_failed(sr);
         srunner_free(sr);
+        if (run_cleanup(lock_fd) < 0)
+                failed++;
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
