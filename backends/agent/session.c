@@ -14,7 +14,8 @@
 #define SESS_BACKOFF_MIN_MS 100u
 #define SESS_BACKOFF_MAX_MS 2000u
 #define SESS_READY_LEN      36u
-#define SESS_SAME_FAILS     3u /* the same failure this many times in a row: give up */
+#define SESS_SAME_FAILS     3u   /* the same failure this many times in a row: give up */
+#define SESS_SAID_MAX       300u /* of an agent's ERROR text, quoted in messages */
 
 static const struct agent_transport_cbs sess_tcbs;
 static void sess_connect(struct agent_session *s);
@@ -481,11 +482,12 @@ sess_on_error(struct agent_session *s, const unsigned char *p, uint32_t len)
 
         if (s->state == SESS_UP) {
                 snprintf(said, sizeof(said), "sandboxd-agent reported: %.*s",
-                         (int) strnlen((const char *) p, MIN(len, 300u)), (const char *) p);
+                         (int) strnlen((const char *) p, MIN(len, SESS_SAID_MAX)),
+                         (const char *) p);
                 return said;
         }
         why = xasprintf("sandboxd-agent %s refused the session: %.*s", s->where,
-                        (int) strnlen((const char *) p, MIN(len, 300u)), (const char *) p);
+                        (int) strnlen((const char *) p, MIN(len, SESS_SAID_MAX)), (const char *) p);
         sess_gone(s, why, NULL, false);
         free(why);
         return NULL;
@@ -516,25 +518,45 @@ sess_dispatch(struct agent_session *s, uint32_t id, unsigned type, const unsigne
         }
 }
 
-/* Notes an ERROR among the bytes skipped before READY (a refusal says why there). */
-static void
+/* Notes the last complete ERROR (id 0) among the n bytes skipped before READY (a refusal says
+ * why there); true when it ends them: nothing came after it, as after the ERROR that answers
+ * this attempt's HELLO (the agent then sends nothing until the next SYNC, or closes). An ERROR
+ * that more bytes follow is stale, from an earlier session. */
+static bool
 sess_note_error(struct agent_session *s, const char *from, size_t n)
 {
         static const unsigned char tag[8] = {0, 0, 0, 0, AGENT_ERROR, 0, 0, 0};
-        const char *hit = memmem(from, n, tag, sizeof(tag));
+        const char *hit, *said = NULL;
+        size_t at = 0, h, end = 0;
         uint32_t len;
 
-        if (!hit || hit - from < 4 || (size_t) (hit - from) + 8 > n)
-                return;
-        len = agent_get32((const unsigned char *) hit - 4);
-        if (len == 0 || len > 300 || (size_t) (hit - from) + 8 + len > n || hit[8 + len - 1])
-                return;
+        while ((hit = memmem(from + at, n - at, tag, sizeof(tag)))) {
+                h = (size_t) (hit - from);
+                at = h + 1;
+                if (h < 4)
+                        continue;
+                len = agent_get32((const unsigned char *) hit - 4);
+                if (len == 0 || len > SESS_SAID_MAX || h + 8 + len > n || hit[8 + len - 1])
+                        continue;
+                said = hit + 8;
+                end = h + 8 + len;
+        }
+        if (!said)
+                return false;
         free(s->last_said);
-        s->last_said = xstrdup(hit + 8);
+        s->last_said = xstrdup(said);
+        return end == n;
 }
 
-/* Before READY: drops everything ahead of the READY that echoes our nonce. */
-static bool
+enum sess_sync {
+        SESS_SYNC_WAIT,    /* no READY for this HELLO yet */
+        SESS_SYNC_READY,   /* s->in starts with it */
+        SESS_SYNC_REFUSED, /* the agent answered the HELLO with an ERROR (s->last_said) */
+};
+
+/* Before READY: drops everything ahead of the READY that echoes our nonce. What it drops
+ * keeps the tail that may begin a READY or an ERROR cut by the read. */
+static enum sess_sync
 sess_sync(struct agent_session *s)
 {
         unsigned char want[AGENT_HDR_LEN];
@@ -544,7 +566,7 @@ sess_sync(struct agent_session *s)
         while (s->in.len - off >= AGENT_HDR_LEN + SESS_READY_LEN) {
                 const char *hit = memmem(s->in.data + off, s->in.len - off, want, sizeof(want));
                 if (!hit) {
-                        off = s->in.len - (sizeof(want) - 1);
+                        off = s->in.len - MIN(s->in.len, AGENT_HDR_LEN + SESS_SAID_MAX);
                         break;
                 }
                 off = (size_t) (hit - s->in.data);
@@ -553,13 +575,27 @@ sess_sync(struct agent_session *s)
                 if (memcmp(hit + AGENT_HDR_LEN + 8, s->nonce, AGENT_NONCE_LEN) == 0) {
                         sess_note_error(s, s->in.data, off);
                         buf_consume(&s->in, off);
-                        return true;
+                        return SESS_SYNC_READY;
                 }
                 off++;
         }
-        sess_note_error(s, s->in.data, s->in.len); /* an ERROR may end what came */
+        if (sess_note_error(s, s->in.data, s->in.len)) /* the answer, or what ended the rest */
+                return SESS_SYNC_REFUSED;
         buf_consume(&s->in, off);
-        return false;
+        return SESS_SYNC_WAIT;
+}
+
+/* The agent answered this attempt's HELLO with an ERROR: the attempt fails now, counted as
+ * the agent's answer (giving up when it is the same every time), not at the handshake
+ * timeout. */
+static void
+sess_refused(struct agent_session *s)
+{
+        char *why =
+                xasprintf("sandboxd-agent %s refused the handshake: %s", s->where, s->last_said);
+
+        sess_lost(s, why);
+        free(why);
 }
 
 /* Dispatches one complete message; false when the link changed under it (stop parsing). */
@@ -634,6 +670,7 @@ sess_data_cb(void *ctx, const char *data, size_t len)
 {
         struct agent_session *s = ctx;
         unsigned gen = s->gen;
+        enum sess_sync sync;
         size_t used;
 
         s->last_rx = util_now_ms();
@@ -641,7 +678,10 @@ sess_data_cb(void *ctx, const char *data, size_t len)
         if (s->state == SESS_HELLO && !s->synced) {
                 buf_append(&s->in, data, len);
                 len = 0;
-                if ((s->synced = sess_sync(s))) {
+                sync = sess_sync(s);
+                if (sync == SESS_SYNC_REFUSED) {
+                        sess_refused(s);
+                } else if ((s->synced = sync == SESS_SYNC_READY)) {
                         used = sess_parse(s, gen, (unsigned char *) s->in.data, s->in.len);
                         if (s->gen == gen)
                                 buf_consume(&s->in, used);

@@ -586,8 +586,12 @@ fake_torn_forged(int fd)
         _exit(0);
 }
 
-/* READY (of fake_version), then silence: PINGs are read and never answered. */
+/* READY (of fake_version), then silence: PINGs are read and never answered. With fake_said,
+ * an ERROR saying it comes first, in the same write (an earlier session's); with fake_refuse,
+ * that ERROR is the whole answer to the HELLO (as from an agent of another version). */
 static uint32_t fake_version = AGENT_PROTO_VERSION;
+static const char *fake_said;
+static bool fake_refuse;
 
 static void
 fake_ready_then_silent(int fd)
@@ -598,7 +602,10 @@ fake_ready_then_silent(int fd)
 
         if (!fake_read(fd, &type, &id, &p) || type != AGENT_HELLO)
                 _exit(3);
-        wire_ready(&b, p.data + 4, fake_version, 4242);
+        if (fake_said)
+                wire_msg(&b, 0, AGENT_ERROR, fake_said, strlen(fake_said) + 1);
+        if (!fake_refuse)
+                wire_ready(&b, p.data + 4, fake_version, 4242);
         fake_write(fd, b.data, b.len);
         while (fake_read(fd, &type, &id, &p))
                 ;
@@ -1504,6 +1511,54 @@ START_TEST(test_same_failure_gives_up)
 }
 END_TEST
 
+/* An agent that answers every HELLO with an ERROR: each attempt fails on the ERROR, not at the
+ * handshake timeout (here far longer than the test may run), and the third identical one
+ * gives up with the agent's words; the exec waiting for the link fails with them. */
+START_TEST(test_hello_error_fails_the_attempt_at_once)
+{
+        static const char hello_refused[] = "HELLO: protocol version 2 is not supported here";
+        struct agent_session_config cfg = base_cfg;
+        struct owner o = {.fake = fake_ready_then_silent};
+        char *argv[] = {"true", NULL};
+        struct run r = {0};
+
+        fake_said = hello_refused;
+        fake_refuse = true;
+        cfg.ready_timeout_ms = 600000;
+        owner_open(&o, VIA_FAKE, &cfg);
+        start_argv(&o, argv, &r);
+        wait_gone(&o);
+        ck_assert_int_eq(o.connects, 3);
+        ck_assert_int_eq(o.links[BACKEND_LINK_BACK], 0);
+        ck_assert_msg(strstr(o.last_reason, "failed the same way 3 times in a row"), "%s",
+                      o.last_reason);
+        ck_assert_msg(strstr(o.last_reason, "refused the handshake"), "%s", o.last_reason);
+        ck_assert_msg(strstr(o.last_reason, hello_refused), "%s", o.last_reason);
+        finish(&r);
+        ck_assert(r.error); /* it never ran */
+        ck_assert_msg(strstr(r.msg, hello_refused), "%s", r.msg);
+        run_free(&r);
+        owner_close(&o);
+        fake_said = NULL;
+        fake_refuse = false;
+}
+END_TEST
+
+/* An ERROR that more bytes follow before READY is an earlier session's: the attempt goes on. */
+START_TEST(test_stale_error_before_ready)
+{
+        struct owner o = {.fake = fake_ready_then_silent};
+
+        fake_said = "bad escape in the input";
+        owner_open(&o, VIA_FAKE, NULL);
+        wait_back(&o, 1);
+        ck_assert_int_eq(o.connects, 1);
+        ck_assert_int_eq(o.links[BACKEND_LINK_LOST], 0);
+        owner_close(&o);
+        fake_said = NULL;
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
@@ -1531,6 +1586,8 @@ session_suite(void)
         tcase_add_test(tc, test_torn_and_forged_frames);
         tcase_add_test(tc, test_version_mismatch);
         tcase_add_test(tc, test_silent_link_times_out);
+        tcase_add_test(tc, test_hello_error_fails_the_attempt_at_once);
+        tcase_add_test(tc, test_stale_error_before_ready);
         suite_add_tcase(s, tc);
         return s;
 }
