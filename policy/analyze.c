@@ -391,12 +391,24 @@ check_metadata(struct eval *ev, int k, const struct word *av, size_t ac)
         }
 }
 
+/* Whether a command word's last component is a pattern bash expands against the files
+ * there (or, for a name without '/', in the cwd): '*', '?' or a '[' closed by a ']'. A lone
+ * '[' is the test command; extglob's @(…) and !(…) are patterns too. */
+static bool
+name_is_pattern(const struct word *w)
+{
+        const char *b = analyze_base(w->s), *o = strchr(b, '[');
+
+        return (w->flags & W_GLOB) && (strpbrk(b, "*?(") || (o && strchr(o + 1, ']')));
+}
+
 /* Judges argv av[0..ac) of unit k: peels wrappers until the command they run. */
 void
 analyze_view(struct eval *ev, int k, const struct word *av, size_t ac, int peel)
 {
         for (; ac > 0 && peel < 24; peel++) {
-                if (!analyze_lit(&av[0])) {
+                /* r[m], /bin/r?: the program is whatever file matches at run time */
+                if (!analyze_lit(&av[0]) || name_is_pattern(&av[0])) {
                         analyze_add(ev, k, "exec.opaque-cmd", av[0].s, av[0].s);
                         return;
                 }
