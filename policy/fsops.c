@@ -73,8 +73,8 @@ static const char *const build_output[] = {"node_modules",
 static bool
 is_build_output(struct eval *ev, const struct word *w)
 {
-        if (!analyze_lit(w) || (w->flags & W_OVERFLOW))
-                return false;
+        if (!(analyze_lit(w) || (w->flags & W_TREE)) || (w->flags & W_OVERFLOW))
+                return false; /* find -exec's {} below START/…/NAME is known enough */
         const char *s = w->s;
         if (w->flags & W_GLOB) {
                 const char *p = paths_glob_dir(ev, s);
@@ -137,6 +137,61 @@ targets(struct eval *ev, const struct optres *r)
         return analyze_join(ev, t, r->nops);
 }
 
+/* Whether a find start is the workspace or inside it. */
+static bool
+find_inside(struct eval *ev, const struct word *start)
+{
+        const char *p = analyze_lit(start) ? paths_resolve(ev, start->s) : NULL;
+
+        return p && (paths_in_workspace(ev, p) || (ev->ws && !strcmp(p, ev->ws)));
+}
+
+struct word
+fsops_tree_start(struct eval *ev, const struct word *w)
+{
+        const char *s = w->flags & W_GLOB ? paths_glob_dir(ev, w->s) : w->s;
+        struct word st = analyze_word(w, s ? s : w->s);
+
+        st.flags &= ~(W_DYN | W_TREE | W_SOME | W_GLOB);
+        return st;
+}
+
+/* rm … {} under find -exec deletes what find reaches: judged as find -delete would be
+ * (the floor was the caller's: {} may be -r, so the start counts recursively). */
+static void
+find_tree_delete(struct eval *ev, int k, const struct optres *r, const char *all)
+{
+        for (size_t j = 0; j < r->nops; j++) {
+                if (!(r->ops[j]->flags & W_TREE))
+                        continue;
+                struct word st = fsops_tree_start(ev, r->ops[j]);
+                if (!((r->ops[j]->flags & W_SOME) && find_inside(ev, &st)))
+                        analyze_add(ev, k, "delete.find", all, st.s);
+        }
+}
+
+static bool
+find_neutral(const char *s)
+{
+        static const char *const neutral[] = {"-depth",  "-mindepth", "-maxdepth",
+                                              "-xdev",   "-mount",    "-delete",
+                                              "-print",  "-noleaf",   "-ignore_readdir_race",
+                                              "-print0", "-daystart", "-follow",
+                                              "-warn",   "-nowarn",   NULL};
+        return analyze_in(s, neutral);
+}
+
+/* Whether an operand is find -exec's {} without tests: every file below its start, which is
+ * what the command's recursive form reaches. */
+static bool
+any_tree(const struct optres *r)
+{
+        for (size_t j = 0; j < r->nops; j++)
+                if ((r->ops[j]->flags & (W_TREE | W_SOME)) == W_TREE)
+                        return true;
+        return false;
+}
+
 /* A floor finding when an operand of a (recursive) destructive command is a root. */
 static bool
 floor_targets(struct eval *ev, int k, const struct word *av, size_t ac, const struct optres *r,
@@ -176,9 +231,10 @@ h_rm(struct eval *ev, int k, const struct word *av, size_t ac)
         if (opts_has(&r, O_HELP))
                 return 0;
         /* a word only known at run time may be -r */
-        bool rec = opts_has(&r, 'r') || opts_has(&r, 'R') || r.dyn;
+        bool rec = opts_has(&r, 'r') || opts_has(&r, 'R') || r.dyn || any_tree(&r);
         if (floor_targets(ev, k, av, ac, &r, rec, floor_rm))
                 return 0;
+        find_tree_delete(ev, k, &r, analyze_join(ev, av, ac));
         rec = opts_has(&r, 'r') || opts_has(&r, 'R');
         if (!rec)
                 for (size_t j = 0; j < r.nops; j++)
@@ -283,6 +339,9 @@ h_unlink(struct eval *ev, int k, const struct word *av, size_t ac)
         struct optres r;
 
         opts_parse(ev, &sp, av, ac, 1, &r);
+        if (floor_targets(ev, k, av, ac, &r, any_tree(&r), floor_rm))
+                return 0; /* find / -exec unlink {} \; */
+        find_tree_delete(ev, k, &r, analyze_join(ev, av, ac));
         for (size_t j = 0; j < r.nops; j++)
                 paths_check_write(ev, k, r.ops[j], true);
         return 0;
@@ -290,35 +349,33 @@ h_unlink(struct eval *ev, int k, const struct word *av, size_t ac)
 
 /* ---- find ---- */
 
-static bool
-find_neutral(const char *s)
-{
-        static const char *const neutral[] = {"-depth",  "-mindepth", "-maxdepth",
-                                              "-xdev",   "-mount",    "-delete",
-                                              "-print",  "-noleaf",   "-ignore_readdir_race",
-                                              "-print0", "-daystart", "-follow",
-                                              "-warn",   "-nowarn",   NULL};
-        return analyze_in(s, neutral);
-}
-
-/* The word find puts for {}: the start itself without filters, START/…/NAME with -name. */
+/* The word find puts for {} in arg: each file at or below the start (W_TREE, only known at
+ * run time), START/…/NAME with -name; the text around {} is kept (of={}). */
 static struct word
-find_brace(struct eval *ev, const struct word *start, const struct word *name, bool filters)
+find_brace(struct eval *ev, const struct word *arg, const struct word *start,
+           const struct word *name, bool filters)
 {
         struct word w = *start;
+        const char *b = strstr(arg->s, "{}");
 
-        if (!filters)
-                return w;
-        if (!name || !analyze_lit(name) || !analyze_lit(start)) {
+        if (!analyze_lit(start)) {
                 w.s = "{}";
                 w.flags |= W_DYN;
                 return w;
         }
-        size_t n = strlen(start->s) + strlen(name->s) + 4;
+        w.flags |= W_DYN | W_TREE | (filters ? W_SOME : 0);
+        const char *at = start->s;
+        if (filters && name && analyze_lit(name)) {
+                size_t n = strlen(start->s) + strlen(name->s) + 4;
+                char *s = arena_alloc(&ev->ar, n);
+                snprintf(s, n, "%s/*/%s", start->s, name->s);
+                at = s;
+                w.flags |= W_GLOB;
+        }
+        size_t n = strlen(arg->s) + strlen(at) + 1;
         char *s = arena_alloc(&ev->ar, n);
-        snprintf(s, n, "%s/*/%s", start->s, name->s);
+        snprintf(s, n, "%.*s%s%s", (int) (b - arg->s), arg->s, at, b + 2);
         w.s = s;
-        w.flags |= W_GLOB;
         return w;
 }
 
@@ -330,8 +387,9 @@ find_exec(struct eval *ev, int k, const struct word *cmd, size_t n, const struct
         for (size_t s = 0; s < nstarts && s < 8; s++) {
                 struct word *v = arena_alloc(&ev->ar, (n + 1) * sizeof(*v));
                 for (size_t j = 0; j < n; j++)
-                        v[j] = strstr(cmd[j].s, "{}") ? find_brace(ev, &starts[s], name, filters)
-                                                      : cmd[j];
+                        v[j] = strstr(cmd[j].s, "{}")
+                                       ? find_brace(ev, &cmd[j], &starts[s], name, filters)
+                                       : cmd[j];
                 analyze_view(ev, k, v, n, 1);
         }
 }
@@ -417,9 +475,7 @@ h_find(struct eval *ev, int k, const struct word *av, size_t ac)
                         analyze_add(ev, k, floor_rm[t], analyze_join(ev, av, ac), starts[j].s);
                         return 0;
                 }
-                const char *p = analyze_lit(&starts[j]) ? paths_resolve(ev, starts[j].s) : NULL;
-                inside = inside && p &&
-                         (paths_in_workspace(ev, p) || (ev->ws && !strcmp(p, ev->ws)));
+                inside = inside && find_inside(ev, &starts[j]);
         }
         if (!(inside && fx.filters))
                 analyze_add(ev, k, "delete.find", analyze_join(ev, av, ac),
@@ -500,7 +556,7 @@ h_perm(struct eval *ev, int k, const struct word *av, size_t ac)
                 memmove(r.ops, r.ops + 1, (r.nops - 1) * sizeof(*r.ops));
                 r.nops--;
         }
-        bool rec = opts_has(&r, 'R');
+        bool rec = opts_has(&r, 'R') || any_tree(&r); /* find -exec: each file below */
         if (floor_targets(ev, k, av, ac, &r, rec, NULL))
                 return 0;
         const char *subj = analyze_join(ev, av + 1, ac - 1);

@@ -69,14 +69,16 @@ void arena_free(struct arena *a);
 #define W_GLOB     0x002 /* unquoted glob character */
 #define W_QUOTED   0x004 /* some part quoted or escaped */
 #define W_NONASCII 0x008
-#define W_SPLIT    0x010 /* unquoted dynamic part: field count unknown */
-#define W_SUB      0x020 /* contains $(…), `…` or <(…) */
-#define W_OBF      0x040 /* backslash or ANSI-C escapes inside */
-#define W_ASSIGN   0x080 /* NAME=value */
-#define W_PSUB_OUT 0x100 /* contains >(…): the units inside read what the command writes */
-#define W_OVERFLOW 0x200 /* brace expansion beyond the limit: the words are not all known */
-#define W_STDIN    0x400 /* stands for data read from the unit's stdin (xargs) */
-#define W_CTRL     0x800 /* control characters inside */
+#define W_SPLIT    0x010  /* unquoted dynamic part: field count unknown */
+#define W_SUB      0x020  /* contains $(…), `…` or <(…) */
+#define W_OBF      0x040  /* backslash or ANSI-C escapes inside */
+#define W_ASSIGN   0x080  /* NAME=value */
+#define W_PSUB_OUT 0x100  /* contains >(…): the units inside read what the command writes */
+#define W_OVERFLOW 0x200  /* brace expansion beyond the limit: the words are not all known */
+#define W_STDIN    0x400  /* stands for data read from the unit's stdin (xargs) */
+#define W_CTRL     0x800  /* control characters inside */
+#define W_TREE     0x1000 /* find -exec's {}: each file at or below this path (also W_DYN) */
+#define W_SOME     0x2000 /* with W_TREE: only the files find's tests select */
 
 struct word {
         const char *s; /* decoded text; unresolved parts keep their source text */
@@ -456,6 +458,8 @@ void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
 /* An archive extracted into dir (NULL: the cwd; absolute: its names may be anywhere). */
 void fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all);
+/* The path a find -exec {} word (W_TREE) stands below, as a literal word. */
+struct word fsops_tree_start(struct eval *ev, const struct word *w);
 
 /* ---- inline.c ---- */
 

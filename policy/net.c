@@ -495,6 +495,18 @@ h_kubectl(struct eval *ev, int k, const struct word *av, size_t ac)
 static const char *const archivers[] = {"tar", "zip",  "7z",   "7za", "cpio",  "rsync", "scp",
                                         "cp",  "gzip", "zstd", "xz",  "bzip2", NULL};
 
+/* find with -exec/-ok: the program reads each file below the start (-exec cat {} +). */
+static bool
+find_runs(struct eval *ev, const struct unit *u)
+{
+        if (strcmp(analyze_unit_name(ev, u), "find"))
+                return false;
+        for (size_t a = 1; a < u->argc; a++)
+                if (!strncmp(u->argv[a].s, "-exec", 5) || !strncmp(u->argv[a].s, "-ok", 3))
+                        return true;
+        return false;
+}
+
 /* Tools whose -i names the identity they log in with. */
 static const char *const ssh_family[] = {"ssh", "scp", "sftp", "ssh-copy-id", NULL};
 
@@ -522,7 +534,8 @@ static const char *
 unit_secret(struct eval *ev, int j)
 {
         struct unit *u = &ev->units[j];
-        bool anc = u->argc > 0 && analyze_in(analyze_unit_name(ev, u), archivers);
+        bool anc = u->argc > 0 &&
+                   (analyze_in(analyze_unit_name(ev, u), archivers) || find_runs(ev, u));
 
         bool ssh = u->argc > 0 && analyze_in(analyze_unit_name(ev, u), ssh_family);
 

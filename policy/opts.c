@@ -148,8 +148,8 @@ opts_parse(struct eval *ev, const struct optspec *sp, const struct word *av, siz
         while (i < ac) {
                 const struct word *w = &av[i];
                 const char *s = w->s;
-                if (!done && !analyze_lit(w))
-                        r->dyn = true;
+                if (!done && !analyze_lit(w) && !(w->flags & W_TREE))
+                        r->dyn = true; /* find's {} is a path below its start, not an option */
                 if (!done && !(sp->flags & OS_NODD) && !strcmp(s, "--") && analyze_lit(w)) {
                         done = true;
                         i++;

@@ -263,6 +263,16 @@ paths_classify(struct eval *ev, const struct word *w, bool ancestor)
 
         if (w->flags & W_OVERFLOW)
                 return T_ROOT; /* bash would run every word; they cannot all be known */
+        if (w->flags & W_TREE) {
+                /* find -exec {}: the start and below; with tests only some (as -delete) */
+                struct word st = fsops_tree_start(ev, w);
+                enum target t = paths_classify(ev, &st, true);
+                if (!(w->flags & W_SOME) || t == T_SELF)
+                        return t;
+                /* some files: START/…/NAME as the glob it is (rm -rf on it), else none */
+                struct word g = {.s = w->s, .flags = W_GLOB};
+                return w->flags & W_GLOB ? paths_classify(ev, &g, ancestor) : T_NONE;
+        }
         if (w->flags & W_DYN)
                 return classify_dynamic(s);
         if (w->flags & W_GLOB) {
@@ -486,6 +496,13 @@ write_floor(struct eval *ev, int k, const struct word *w, const char *p, bool de
 void
 paths_check_write(struct eval *ev, int k, const struct word *w, bool del)
 {
+        if (w->flags & W_TREE) {
+                /* find -exec {}: any file below the start, as an archive extracted there */
+                struct word st = fsops_tree_start(ev, w);
+                paths_check_write(ev, k, &st, del);
+                fsops_extract(ev, k, &st, false, w->s);
+                return;
+        }
         if (w->flags & W_DYN)
                 return;
         const char *p = paths_resolve(ev, w->s);
