@@ -146,6 +146,123 @@ g_reset(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
                 analyze_add(ev, k, "git.reset-hard", all, all);
 }
 
+/* Whether a checkout/restore operand can only be a path: git refuses such a ref name
+ * (".", "..", a trailing '/', glob characters, ':' pathspec magic). */
+static bool
+pathspec_only(const char *s)
+{
+        size_t l = strlen(s);
+
+        return !strcmp(s, ".") || strstr(s, "..") || (l && s[l - 1] == '/') ||
+               strpbrk(s, "*?[:\\") || s[0] == '/';
+}
+
+/* checkout/switch -f, checkout [TREE-ISH] [--] PATHS overwrite the working tree's changes;
+ * one operand that may be a branch (git checkout main) switches and keeps them. */
+static void
+g_checkout(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
+{
+        static const struct lopt longs[] = {{"force", OPT_NONE, 'f'},
+                                            {"discard-changes", OPT_NONE, 'f'},
+                                            {"pathspec-from-file", OPT_REQ, G_ALL},
+                                            {"orphan", OPT_REQ, G_OTHER},
+                                            {"create", OPT_REQ, 'c'},
+                                            {"force-create", OPT_REQ, 'C'},
+                                            {"track", OPT_OPT, 't'},
+                                            {"conflict", OPT_REQ, G_OTHER},
+                                            {"quiet", OPT_NONE, 'q'},
+                                            {"detach", OPT_NONE, 'd'},
+                                            {NULL, 0, 0}};
+        static const struct optspec sp = {"fb:B:c:C:l::t::qmpd", longs, 0};
+        bool dd = false;
+        struct optres r;
+
+        opts_parse(ev, &sp, a, n, 1, &r);
+        for (size_t j = 1; j < n && !dd; j++)
+                dd = !strcmp(a[j].s, "--") && analyze_lit(&a[j]);
+        bool paths = r.nops > 1 || (dd && r.nops > 0) || opts_has(&r, G_ALL) || r.dyn;
+        for (size_t j = 0; j < r.nops; j++)
+                paths = paths || !analyze_lit(r.ops[j]) || pathspec_only(r.ops[j]->s);
+        if (opts_has(&r, 'f') || r.dyn || (paths && strcmp(a[0].s, "switch")))
+                analyze_add(ev, k, "git.reset-hard", all, all);
+}
+
+/* restore PATHS writes the index's (or --source's) version over the working tree unless
+ * only --staged is asked for. */
+static void
+g_restore(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
+{
+        static const struct lopt longs[] = {{"source", OPT_REQ, 's'},
+                                            {"staged", OPT_NONE, 'S'},
+                                            {"worktree", OPT_NONE, 'W'},
+                                            {"patch", OPT_NONE, 'p'},
+                                            {"quiet", OPT_NONE, 'q'},
+                                            {"pathspec-from-file", OPT_REQ, G_ALL},
+                                            {NULL, 0, 0}};
+        static const struct optspec sp = {"s:SWpqmU:", longs, 0};
+        struct optres r;
+
+        opts_parse(ev, &sp, a, n, 1, &r);
+        if (opts_has(&r, 'W') || !opts_has(&r, 'S') || r.dyn)
+                analyze_add(ev, k, "git.reset-hard", all, all);
+}
+
+/* Words that make a subcommand throw work away: stash drop/clear (stashed work),
+ * checkout-index -f, read-tree --reset, worktree remove --force and submodule -f (changes in
+ * the working tree), update-ref -d (a ref, as branch -D). first: only as the first word. */
+static const struct {
+        const char *sub, *word, *rule;
+        bool first;
+} drop_words[] = {
+        {"stash", "drop", "git.reset-hard", true},
+        {"stash", "clear", "git.reset-hard", true},
+        {"checkout-index", "-f", "git.reset-hard", false},
+        {"checkout-index", "--force", "git.reset-hard", false},
+        {"read-tree", "--reset", "git.reset-hard", false},
+        {"worktree", "-f", "git.reset-hard", false},
+        {"worktree", "--force", "git.reset-hard", false},
+        {"submodule", "-f", "git.reset-hard", false},
+        {"submodule", "--force", "git.reset-hard", false},
+        {"update-ref", "-d", "git.branch-delete", false},
+        {"update-ref", "--stdin", "git.branch-delete", false},
+};
+
+static void
+g_drop(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
+{
+        for (size_t d = 0; d < ARRAY_SIZE(drop_words); d++) {
+                if (strcmp(drop_words[d].sub, a[0].s))
+                        continue;
+                for (size_t j = 1; j < n && (j == 1 || !drop_words[d].first); j++) {
+                        if (!analyze_lit(&a[j]) || !strcmp(a[j].s, drop_words[d].word)) {
+                                analyze_add(ev, k, drop_words[d].rule, all, all);
+                                return;
+                        }
+                }
+        }
+}
+
+/* git rm -f deletes files whose changes are not committed (without --cached). */
+static void
+g_rm(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
+{
+        static const struct lopt longs[] = {{"force", OPT_NONE, 'f'},
+                                            {"cached", OPT_NONE, G_OTHER},
+                                            {"dry-run", OPT_NONE, 'n'},
+                                            {"quiet", OPT_NONE, 'q'},
+                                            {"ignore-unmatch", OPT_NONE, G_ALL},
+                                            {"sparse", OPT_NONE, G_ALL},
+                                            {"pathspec-from-file", OPT_REQ, G_ALL},
+                                            {"pathspec-file-nul", OPT_NONE, G_ALL},
+                                            {NULL, 0, 0}};
+        static const struct optspec sp = {"fnqr", longs, 0};
+        struct optres r;
+
+        opts_parse(ev, &sp, a, n, 1, &r);
+        if ((opts_has(&r, 'f') || r.dyn) && !opts_has(&r, G_OTHER) && !opts_has(&r, 'n'))
+                analyze_add(ev, k, "git.reset-hard", all, all);
+}
+
 static void
 g_push(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
 {
@@ -223,7 +340,9 @@ g_branch(struct eval *ev, int k, const struct word *a, size_t n, const char *all
         struct optres r;
 
         opts_parse(ev, &sp, a, n, 1, &r);
-        if (opts_has(&r, 'D') || (opts_has(&r, 'd') && opts_has(&r, 'f')))
+        /* -M/-C (or -m/-c -f) replace an existing branch of the new name */
+        if (opts_has(&r, 'D') || opts_has(&r, 'M') || opts_has(&r, 'C') ||
+            ((opts_has(&r, 'd') || opts_has(&r, 'm') || opts_has(&r, 'c')) && opts_has(&r, 'f')))
                 analyze_add(ev, k, "git.branch-delete", all, all);
 }
 
@@ -326,22 +445,15 @@ g_clone(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
 }
 
 static const struct gsub subs[] = {
-        {"bisect", g_foreach},
-        {"branch", g_branch},
-        {"clean", g_clean},
-        {"clone", g_clone},
-        {"config", g_config},
-        {"fetch", g_clone},
-        {"filter-branch", g_history},
-        {"filter-repo", g_history},
-        {"gc", g_expire},
-        {"pull", g_clone},
-        {"push", g_push},
-        {"rebase", g_rebase},
-        {"reflog", g_expire},
-        {"reset", g_reset},
-        {"submodule", g_foreach},
-        {"update-ref", g_expire},
+        {"bisect", g_foreach},      {"branch", g_branch},   {"checkout", g_checkout},
+        {"checkout-index", g_drop}, {"clean", g_clean},     {"clone", g_clone},
+        {"config", g_config},       {"fetch", g_clone},     {"filter-branch", g_history},
+        {"filter-repo", g_history}, {"gc", g_expire},       {"pull", g_clone},
+        {"push", g_push},           {"read-tree", g_drop},  {"prune", g_history},
+        {"rebase", g_rebase},       {"reflog", g_expire},   {"reset", g_reset},
+        {"restore", g_restore},     {"rm", g_rm},           {"stash", g_drop},
+        {"submodule", g_foreach},   {"submodule", g_drop},  {"switch", g_checkout},
+        {"update-ref", g_expire},   {"update-ref", g_drop}, {"worktree", g_drop},
 };
 
 static void git_subcommand(struct eval *ev, int k, const struct word *a, size_t n, const char *all);
