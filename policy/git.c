@@ -82,8 +82,15 @@ git_config(struct eval *ev, int k, const char *kv, bool dyn, const char *shown)
         if (v && !dyn && !strcasecmp(key, "core.fsmonitor") &&
             (!strcmp(v, "false") || !strcmp(v, "0")))
                 return;
-        if (v && !dyn && !strncasecmp(key, "alias.", 6) && v[0] != '!')
-                return; /* an alias of git subcommands */
+        if (v && !dyn && !strncasecmp(key, "alias.", 6) && v[0] != '!') {
+                /* an alias of git subcommands runs them: judged as git BODY */
+                size_t n = strlen(v) + 5;
+                char *c = arena_alloc(&ev->ar, n);
+                snprintf(c, n, "git %s", v);
+                struct word w = {.s = c};
+                carrier_payload(ev, k, &w, "git alias");
+                return;
+        }
         size_t n = strlen(key) + (v ? strlen(v) : 0) + 2;
         char *subj = arena_alloc(&ev->ar, n);
         snprintf(subj, n, "%s=%s", key, v ? v : "");

@@ -278,6 +278,10 @@ static const struct pcase cases[] = {
         {"git update-ref -d refs/heads/main", Q, "git.branch-delete"},
         {"git branch -M topic main", Q, "git.branch-delete"},
         {"git prune", Q, "git.history"},
+        /* an alias of subcommands runs them */
+        {"git -c alias.nuke='reset --hard' nuke", Q, "git.reset-hard"},
+        {"git config alias.p 'push -f'; git p", Q, "git.push-force"},
+        {"git -c alias.co=checkout co main", A, NULL},
         {"git checkout main", A, NULL},
         {"git checkout -b topic origin/main", A, NULL},
         {"git switch -c topic", A, NULL},
