@@ -644,6 +644,28 @@ check_into(struct eval *ev, int k, const struct word *dest, const struct word *s
         paths_check_write(ev, k, &w, false);
 }
 
+/* A copy of src into the directory dest: merge (cp -rT, cp -r x/., rsync x/) puts src's
+ * whole tree into dest, names unknown, as an archive extracted there (rsync -a x/ / writes
+ * /etc/passwd when x holds etc/passwd); otherwise dest/basename(src). */
+void
+fsops_copy_into(struct eval *ev, int k, const struct word *dest, const struct word *src, bool merge,
+                const char *all)
+{
+        if (merge)
+                fsops_extract(ev, k, dest, false, all);
+        else
+                check_into(ev, k, dest, src);
+}
+
+/* Whether a source word names a directory's contents rather than the directory: x/. */
+static bool
+src_contents(const struct word *w)
+{
+        size_t l = strlen(w->s);
+
+        return !strcmp(w->s, ".") || (l >= 2 && !strcmp(w->s + l - 2, "/."));
+}
+
 static int
 h_copy(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -686,10 +708,15 @@ h_copy(struct eval *ev, int k, const struct word *av, size_t ac)
                 }
                 return 0;
         }
+        bool rec = opts_has(&r, 'r') || opts_has(&r, 'R') || opts_has(&r, 'a');
         if (dest) {
                 paths_check_write(ev, k, dest, false);
-                for (size_t j = 0; j < nsrc && !opts_has(&r, 'T'); j++)
-                        check_into(ev, k, dest, r.ops[j]);
+                for (size_t j = 0; j < nsrc; j++)
+                        if (rec || !opts_has(&r, 'T'))
+                                fsops_copy_into(
+                                        ev, k, dest, r.ops[j],
+                                        rec && (opts_has(&r, 'T') || src_contents(r.ops[j])),
+                                        analyze_join(ev, av, ac));
         }
         if (!strcmp(n, "mv")) {
                 for (size_t j = 0; j < nsrc; j++) {

@@ -458,6 +458,9 @@ void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
 /* An archive extracted into dir (NULL: the cwd; absolute: its names may be anywhere). */
 void fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all);
+/* A copy of src into the directory dest (merge: src's whole tree, names unknown). */
+void fsops_copy_into(struct eval *ev, int k, const struct word *dest, const struct word *src,
+                     bool merge, const char *all);
 /* The path a find -exec {} word (W_TREE) stands below, as a literal word. */
 struct word fsops_tree_start(struct eval *ev, const struct word *w);
 

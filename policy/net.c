@@ -421,8 +421,19 @@ h_rsync(struct eval *ev, int k, const struct word *av, size_t ac)
         for (size_t j = 0; j < r.nops; j++)
                 remote = remote || is_remote(r.ops[j]->s);
         ev->units[k].net = remote;
-        if (r.nops >= 2 && !is_remote(r.ops[r.nops - 1]->s))
-                paths_check_write(ev, k, r.ops[r.nops - 1], false);
+        if (r.nops >= 2 && !is_remote(r.ops[r.nops - 1]->s)) {
+                const struct word *dest = r.ops[r.nops - 1];
+                paths_check_write(ev, k, dest, false);
+                /* SRC/ copies what SRC holds into DEST, SRC what it is named */
+                for (size_t j = 0; j + 1 < r.nops; j++) {
+                        const char *s = r.ops[j]->s;
+                        size_t l = strlen(s);
+                        fsops_copy_into(ev, k, dest, r.ops[j],
+                                        !analyze_lit(r.ops[j]) ||
+                                                (l && (s[l - 1] == '/' || !strcmp(s + l - 1, "."))),
+                                        all);
+                }
+        }
         /* --delete* empties the destination of what the source lacks; --remove-source-files
          * deletes every file it sent: both recursive deletes */
         if (opts_has(&r, O_DELETE) && r.nops >= 2 && !is_remote(r.ops[r.nops - 1]->s))

@@ -702,7 +702,7 @@ static const struct ccase ccases[] = {
         {15, "rsync -a --remove-source-files ~/ /tmp/backup/", D, "floor.rm-home"},
         {15, "rsync -a --delete src/ /tmp/dst/", A, NULL},
         {15, "rsync -a --delete src/ dst/", A, NULL},
-        {15, "rsync -a src/ ~/", A, NULL},
+        {15, "rsync -a src/ ~/", Q, "write.startup"}, /* src may hold .bashrc: as tar x -C ~ */
         {15, "unlink ~/.bashrc", Q, "write.startup"},
         {15, "unlink ~/.profile", Q, "write.startup"},
         {15, "unlink -- ~/.gitconfig", Q, "write.startup"},
