@@ -642,9 +642,11 @@ h_interp(struct eval *ev, int k, const struct word *av, size_t ac)
         if (!it)
                 return 0;
         opts_parse(ev, &it->sp, av, ac, 1, &r);
-        if (opts_has(&r, 'i') && !strcmp(it->name, "perl")) {
-                /* perl -i edits its operands in place */
-                for (size_t j = 1; j < r.nops; j++)
+        if (opts_has(&r, 'i') && (!strcmp(it->name, "perl") || !strcmp(it->name, "ruby"))) {
+                /* -i edits its file operands in place: all of them with -e, else the ones
+                 * after the script */
+                bool e = opts_has(&r, 'e') || opts_has(&r, 'E');
+                for (size_t j = e ? 0 : 1; j < r.nops; j++)
                         paths_check_write(ev, k, r.ops[j], false);
         }
         if (interp_code(ev, k, it, &r, n))

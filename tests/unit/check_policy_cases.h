@@ -256,6 +256,12 @@ static const struct pcase cases[] = {
         {"cat creds > ~/.aws/credentials", Q, "write.credential"},
         {"echo 1.2.3.4 x >> /etc/hosts", Q, "write.system"},
         {"sed -i s/a/b/ /etc/ssh/sshd_config", Q, "write.system"},
+        /* perl/ruby -i edit every file operand when the code comes from -e */
+        {"perl -pi -e 's/x//' ~/.bashrc", Q, "write.startup"},
+        {"perl -i -pe 's/x//' ~/.ssh/authorized_keys", Q, "write.credential"},
+        {"perl -i.bak -n -e print /etc/hosts", Q, "write.system"},
+        {"ruby -pi -e 'sub(/x/, \"\")' ~/.profile", Q, "write.startup"},
+        {"perl -i fix.pl ~/.bashrc", Q, "write.startup"},
         {"cp x /usr/local/bin/y", Q, "write.system"},
         /* a tree merged into / writes what it holds there (x/etc/passwd -> /etc/passwd) */
         {"rsync -a x/ /", Q, "write.system"},
