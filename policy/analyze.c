@@ -264,9 +264,9 @@ scope_cwd(struct eval *ev, int scope, const char *start)
 
 /* ---- command tables ---- */
 
-static const struct cmd_table *const tables[] = {&wrap_cmds,   &carrier_cmds, &shbuiltin_cmds,
-                                                 &embed_cmds,  &git_cmds,     &fsops_cmds,
-                                                 &system_cmds, &net_cmds,     &mux_cmds};
+static const struct cmd_table *const tables[] = {
+        &wrap_cmds,  &carrier_cmds, &shbuiltin_cmds, &embed_cmds, &git_cmds,
+        &fsops_cmds, &system_cmds,  &net_cmds,       &mux_cmds,   &rewrite_cmds};
 
 static int
 cmd_cmp(const void *a, const void *b)

@@ -883,6 +883,8 @@ h_runopt(struct eval *ev, int k, const struct word *av, size_t ac)
                                 run_string(ev, k, v.s, analyze_lit(&v), n);
                 }
         }
+        if (!strcmp(n, "zip"))
+                rewrite_zip_move(ev, k, av, ac);
         return 0;
 }
 

@@ -18,6 +18,8 @@
  *   embed.c    tools whose options or scripts run programs (awk, sed, sqlite3, vim, gdb, …)
  *   git.c      git: global options, config injection, transports, subcommand rules
  *   fsops.c    deletes, copies, permission changes, in-place edits, downloads
+ *   rewrite.c  tools that replace or delete the files they are given: compressors, output
+ *              operands (uniq IN OUT), converters, srm/wipe/trash, setfacl, zip -m, 7z -sdel
  *   system.c   signals, power, disks and devices, system administration
  *   net.c      network tools, remote execution, containers, secrets leaving
  *   mux.c      tmux, screen, entr, expect: command strings and keys typed into a shell
@@ -301,7 +303,7 @@ struct cmd_table {
         size_t n;
 };
 extern const struct cmd_table wrap_cmds, carrier_cmds, shbuiltin_cmds, mux_cmds, embed_cmds,
-        git_cmds, fsops_cmds, system_cmds, net_cmds;
+        git_cmds, fsops_cmds, system_cmds, net_cmds, rewrite_cmds;
 /* The handler for a command name (basename, version suffixes folded), or NULL. */
 cmd_fn analyze_lookup(const char *name);
 
@@ -458,6 +460,8 @@ void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
 /* An archive extracted into dir (NULL: the cwd; absolute: its names may be anywhere). */
 void fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all);
+/* zip -m/--move ARCHIVE PATHS: the paths are deleted once archived. */
+void rewrite_zip_move(struct eval *ev, int k, const struct word *av, size_t ac);
 /* A copy of src into the directory dest (merge: src's whole tree, names unknown). */
 void fsops_copy_into(struct eval *ev, int k, const struct word *dest, const struct word *src,
                      bool merge, const char *all);
