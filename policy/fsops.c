@@ -181,6 +181,16 @@ find_neutral(const char *s)
         return analyze_in(s, neutral);
 }
 
+/* Whether an operand may be several words (unquoted $X, "$@"). */
+static bool
+any_split(const struct optres *r)
+{
+        for (size_t j = 0; j < r->nops; j++)
+                if (r->ops[j]->flags & W_SPLIT)
+                        return true;
+        return false;
+}
+
 /* Whether an operand is find -exec's {} without tests: every file below its start, which is
  * what the command's recursive form reaches. */
 static bool
@@ -235,7 +245,8 @@ h_rm(struct eval *ev, int k, const struct word *av, size_t ac)
         if (floor_targets(ev, k, av, ac, &r, rec, floor_rm))
                 return 0;
         find_tree_delete(ev, k, &r, analyze_join(ev, av, ac));
-        rec = opts_has(&r, 'r') || opts_has(&r, 'R');
+        /* $X or "$@" may be several words, -r and any target among them */
+        rec = opts_has(&r, 'r') || opts_has(&r, 'R') || (r.dyn && any_split(&r));
         if (!rec)
                 for (size_t j = 0; j < r.nops; j++)
                         paths_check_write(ev, k, r.ops[j], true);

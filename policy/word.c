@@ -746,7 +746,9 @@ p_bparam(struct parser *p, struct wparse *w, bool dq)
         }
         arith_bparam(p, p->s + ns, ne - ns, lo);
         word_puts(p, w, p->s + start, p->i - start);
-        word_mark(p, w, W_DYN | (dq || w->assign ? 0 : W_SPLIT));
+        /* "${@}", "${a[@]}", "${a[@]:1}", "${!p@}": one word per element, quoted or not */
+        bool many = memchr(p->s + ns, '@', ne - ns) != NULL;
+        word_mark(p, w, W_DYN | ((dq && !many) || w->assign ? 0 : W_SPLIT));
         if (p->ev->nunits > (size_t) lo) {
                 word_mark(p, w, W_SUB);
                 if (w->sub_lo < 0)
@@ -780,7 +782,8 @@ word_dollar(struct parser *p, struct wparse *w, bool dq)
         } else if (c1 && is_special_param(c1)) {
                 word_puts(p, w, p->s + p->i, 2);
                 p->i += 2;
-                word_mark(p, w, W_DYN | (dq || w->assign ? 0 : W_SPLIT));
+                /* "$@" is as many words as there are parameters, quoted or not */
+                word_mark(p, w, W_DYN | ((dq && c1 != '@') || w->assign ? 0 : W_SPLIT));
         } else {
                 word_put(p, w, '$', dq);
                 p->i++;

@@ -104,6 +104,12 @@ static const struct pcase cases[] = {
         {"`printf rm` -rf /", D, "floor.rm-root"},
         {"$(cat cmd) -rf /", Q, "exec.opaque-cmd"},
         {"${x:-rm} -rf /", Q, "exec.opaque-cmd"},
+        /* "$@" is as many words as there are parameters: -r and any target among them */
+        {"set -- -rf ~; rm \"$@\"", Q, "delete.recursive"},
+        {"f() { rm \"$@\"; }; f -rf ~", Q, "delete.recursive"},
+        {"g() { rm \"${@}\"; }; g -rf ~", Q, "delete.recursive"},
+        {"rm -- \"$@\"", A, NULL},
+        {"for f in *.tmp; do rm \"$f\"; done", A, NULL},
         /* a pattern in the command name: whatever file matches runs (touch rm; r[m] -rf /) */
         {"/bin/[r]m -rf /", Q, "exec.opaque-cmd"},
         {"/?\?\?/r? -rf /", Q, "exec.opaque-cmd"},
