@@ -2,8 +2,9 @@
  * multiplexers (tmux new-session, new-window, split-window, respawn-pane, respawn-window,
  * run-shell, if-shell, display-popup, pipe-pane run a shell command; send-keys and screen -X
  * stuff type keys into one), file watchers (entr runs its utility, entr -s a shell command),
- * expect (Tcl that spawns programs). Each command string is a carrier payload: parsed when
- * known, ASK when not.
+ * expect (Tcl that spawns programs), GNU parallel (its command line, run by a shell once per
+ * argument, or each argument as a command line when it has none). Each command string is a
+ * carrier payload: parsed when known, ASK when not.
  */
 #include <stdio.h>
 #include <string.h>
@@ -194,11 +195,185 @@ h_expect(struct eval *ev, int k, const struct word *av, size_t ac)
         return 0;
 }
 
+/* ---- GNU parallel ---- */
+
+enum { P_OTHER = 256, P_REMOTE, P_WRITE };
+
+static const struct lopt parallel_longs[] = {{"jobs", OPT_REQ, 'j'},
+                                             {"arg-file", OPT_REQ, 'a'},
+                                             {"colsep", OPT_REQ, 'C'},
+                                             {"delimiter", OPT_REQ, 'd'},
+                                             {"eof", OPT_REQ, 'E'},
+                                             {"replace", OPT_OPT, 'i'},
+                                             {"max-args", OPT_REQ, 'n'},
+                                             {"max-replace-args", OPT_REQ, 'N'},
+                                             {"max-lines", OPT_OPT, 'l'},
+                                             {"max-chars", OPT_REQ, 's'},
+                                             {"sshlogin", OPT_REQ, P_REMOTE},
+                                             {"sshloginfile", OPT_REQ, P_REMOTE},
+                                             {"slf", OPT_REQ, P_REMOTE},
+                                             {"joblog", OPT_REQ, P_WRITE},
+                                             {"results", OPT_REQ, P_WRITE},
+                                             {"res", OPT_REQ, P_WRITE},
+                                             {"output-as-files", OPT_NONE, P_OTHER},
+                                             {"timeout", OPT_REQ, P_OTHER},
+                                             {"delay", OPT_REQ, P_OTHER},
+                                             {"halt", OPT_REQ, P_OTHER},
+                                             {"halt-on-error", OPT_REQ, P_OTHER},
+                                             {"tmpdir", OPT_REQ, P_OTHER},
+                                             {"workdir", OPT_REQ, P_OTHER},
+                                             {"wd", OPT_REQ, P_OTHER},
+                                             {"retries", OPT_REQ, P_OTHER},
+                                             {"memfree", OPT_REQ, P_OTHER},
+                                             {"load", OPT_REQ, P_OTHER},
+                                             {"nice", OPT_REQ, P_OTHER},
+                                             {"tagstring", OPT_REQ, P_OTHER},
+                                             {"header", OPT_REQ, P_OTHER},
+                                             {"block", OPT_REQ, P_OTHER},
+                                             {"block-size", OPT_REQ, P_OTHER},
+                                             {"env", OPT_REQ, P_OTHER},
+                                             {"basefile", OPT_REQ, P_REMOTE},
+                                             {"return", OPT_REQ, P_REMOTE},
+                                             {"transferfile", OPT_REQ, P_REMOTE},
+                                             {"rpl", OPT_REQ, P_OTHER},
+                                             {"shell-quote", OPT_NONE, P_OTHER},
+                                             {"quote", OPT_NONE, 'q'},
+                                             {"null", OPT_NONE, '0'},
+                                             {"keep-order", OPT_NONE, 'k'},
+                                             {"pipe", OPT_NONE, P_OTHER},
+                                             {"dry-run", OPT_NONE, P_OTHER},
+                                             {NULL, 0, 0}};
+
+static bool
+parallel_sep(const char *s)
+{
+        return !strcmp(s, ":::") || !strcmp(s, "::::") || !strcmp(s, ":::+") || !strcmp(s, "::::+");
+}
+
+/* s in single quotes, as parallel quotes an argument it appends. */
+static const char *
+shell_quote(struct eval *ev, const char *s)
+{
+        size_t n = 3;
+
+        for (const char *c = s; *c; c++)
+                n += *c == '\'' ? 4 : 1;
+        char *q = arena_alloc(&ev->ar, n), *o = q;
+        *o++ = '\'';
+        for (const char *c = s; *c; c++) {
+                if (*c == '\'') {
+                        memcpy(o, "'\\''", 4);
+                        o += 4;
+                } else {
+                        *o++ = *c;
+                }
+        }
+        *o++ = '\'';
+        *o = '\0';
+        return q;
+}
+
+/* One job: the command line (NULL: the argument is the command line) with arg put where {}
+ * is or appended; arg NULL: an argument only known at run time. */
+static void
+parallel_job(struct eval *ev, int k, const char *cmd, const struct word *arg)
+{
+        if (!arg && !cmd) {
+                struct word w = {.s = "{parallel input}", .flags = W_DYN};
+                carrier_payload(ev, k, &w, "parallel");
+                return;
+        }
+        if (!cmd) {
+                carrier_payload(ev, k, arg, "parallel");
+                return;
+        }
+        const char *a = arg ? shell_quote(ev, arg->s) : "\"$PARALLEL_ARG\"";
+        const char *b = strstr(cmd, "{}");
+        size_t n = strlen(cmd) + strlen(a) + 2;
+        char *s = arena_alloc(&ev->ar, n);
+        if (b)
+                snprintf(s, n, "%.*s%s%s", (int) (b - cmd), cmd, a, b + 2);
+        else
+                snprintf(s, n, "%s %s", cmd, a);
+        struct word w = {.s = s, .flags = arg && analyze_lit(arg) ? 0 : W_DYN};
+        carrier_payload(ev, k, &w, "parallel");
+}
+
+/* A command of plain words with arguments only known at run time: judged as xargs judges
+ * its command (the input appended, or where {} is). False when the shell would read the
+ * words differently (metacharacters), or there is no command. */
+static bool
+parallel_argv(struct eval *ev, int k, const struct word *cmd, size_t n)
+{
+        struct word *v = arena_alloc(&ev->ar, (n + 1) * sizeof(*v));
+        bool brace = false;
+
+        for (size_t j = 0; j < n; j++) {
+                v[j] = cmd[j];
+                if (!analyze_lit(&cmd[j]) || strpbrk(cmd[j].s, " \t\n;&|<>()$`\\\"'*?[~#="))
+                        return false;
+                if (strstr(cmd[j].s, "{}")) {
+                        v[j].flags |= W_DYN | W_SPLIT | W_STDIN;
+                        brace = true;
+                }
+        }
+        if (!n)
+                return false;
+        if (!brace) {
+                v[n] = analyze_word(&cmd[0], "{parallel input}");
+                v[n++].flags = W_DYN | W_SPLIT | W_STDIN;
+        }
+        if (!strcmp(analyze_base(v[0].s), "rm"))
+                analyze_add(ev, k, "delete.xargs", analyze_join(ev, v, n), analyze_join(ev, v, n));
+        analyze_view(ev, k, v, n, 1);
+        return true;
+}
+
+/* parallel [OPTS] [COMMAND…] (::: ARGS | :::: FILES)…: the command runs through a shell
+ * once per argument; without a command each argument is a command line. Arguments from
+ * :::: files, -a or stdin are only known at run time. */
+static int
+h_parallel(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        static const struct optspec sp = {"a:C:d:E:I:i::j:l::L:n:N:P:S:s:W:Xxkqrtuv0mgpe::",
+                                          parallel_longs, OS_STOP | OS_TAIL};
+        const char *all = analyze_join(ev, av, ac);
+        struct optres r;
+
+        opts_parse(ev, &sp, av, ac, 1, &r);
+        if (opts_has(&r, 'S') || opts_has(&r, P_REMOTE))
+                analyze_add(ev, k, "exec.remote", all, all);
+        for (size_t j = 0; j < r.no; j++)
+                if (r.o[j].id == P_WRITE && r.o[j].val)
+                        paths_check_write(ev, k, r.o[j].val, false);
+        size_t c = r.stop, e = c;
+        while (e < ac && !parallel_sep(av[e].s))
+                e++;
+        const char *cmd = e > c ? analyze_join(ev, av + c, e - c) : NULL;
+        bool unknown = opts_has(&r, 'a') || e == ac, lit = true;
+        size_t jobs = 0;
+        for (size_t j = e; j < ac; j++) {
+                if (parallel_sep(av[j].s)) {
+                        unknown = unknown || !strncmp(av[j].s, "::::", 4);
+                        lit = strncmp(av[j].s, "::::", 4) != 0;
+                        continue;
+                }
+                if (!lit)
+                        continue;
+                if (++jobs > 64) {
+                        analyze_add(ev, k, "parse.limit", "too many parallel arguments", all);
+                        break;
+                }
+                parallel_job(ev, k, cmd, &av[j]);
+        }
+        if ((unknown || jobs == 0) && !parallel_argv(ev, k, av + c, e - c))
+                parallel_job(ev, k, cmd, NULL);
+        return 0;
+}
+
 static const struct cmd cmds[] = {
-        {"entr", h_entr},
-        {"expect", h_expect},
-        {"screen", h_screen},
-        {"tmux", h_tmux},
+        {"entr", h_entr},     {"expect", h_expect}, {"parallel", h_parallel},
+        {"screen", h_screen}, {"tmux", h_tmux},
 };
 
 const struct cmd_table mux_cmds = {cmds, ARRAY_SIZE(cmds)};

@@ -221,6 +221,18 @@ static const struct pcase cases[] = {
         {"find / -name core -delete", Q, "delete.find"},
         {"ls | xargs rm", Q, "delete.xargs"},
         {"find . -type f | xargs rm -f", Q, "delete.xargs"},
+        /* GNU parallel: its command runs once per argument; without one each argument is a
+         * command line */
+        {"parallel ::: 'rm -rf ~'", D, "floor.rm-home"},
+        {"parallel -j2 ::: 'echo a' 'reboot'", D, "floor.power"},
+        {"parallel rm -rf ::: /", D, "floor.rm-root"},
+        {"parallel 'rm -rf {}' ::: /etc", D, "floor.rm-system"},
+        {"echo 'rm -rf ~' | parallel", Q, "exec.opaque-payload"},
+        {"parallel rm -rf :::: dirs.txt", Q, "delete.xargs"},
+        {"parallel --joblog ~/.bashrc echo ::: a", Q, "write.startup"},
+        {"parallel -S host echo ::: a", Q, "exec.remote"},
+        {"parallel echo ::: a 'b; rm -rf ~'", A, NULL},
+        {"find . -name '*.c' | parallel gcc -c {}", A, NULL},
         {"chmod 777 file", Q, "perm.chmod"},
         {"chmod -R 755 src", Q, "perm.chmod"},
         {"chmod o+w f", Q, "perm.chmod"},
