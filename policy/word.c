@@ -285,8 +285,10 @@ expand_var(struct parser *p, struct wparse *w, const char *name, size_t n, const
                 word_mark(p, w, W_DYN | (dq || w->assign ? 0 : W_SPLIT));
                 return;
         }
-        /* unquoted, an empty value leaves no field (bash drops it); quoted it is one */
-        for (const char *c = v; *c; c++) {
+        /* unquoted, an empty value leaves no field (bash drops it); quoted it is one. Each
+         * byte is a step: a=$a$a doubles a value at every assignment, and forty of them
+         * must exhaust the budget, not the memory. */
+        for (const char *c = v; *c && parse_tick(p); c++) {
                 if (!dq && !w->assign && (*c == ' ' || *c == '\t' || *c == '\n'))
                         word_split(p, w);
                 else

@@ -238,6 +238,36 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* a=$a$a doubles a value at each assignment: forty are 2^40 bytes. Each expanded byte is a
+ * step, so the budget stops it (parse.limit) in bounded memory, and what came before it is
+ * still judged. */
+START_TEST(test_value_growth)
+{
+        struct policy_ctx ctx = ctx_default();
+        struct policy_result r;
+        char *dbl = repeat("a=$a$a; ", 40);
+        char *echo = xasprintf("a=x; %secho \"$a\"", dbl);
+        char *run = xasprintf("a=x; %s$a", dbl);
+        char *floor = xasprintf("rm -rf ~; a=x; %secho $a", dbl);
+
+        policy_eval_command(pol, &ctx, echo, &r);
+        ck_assert_int_eq(r.verdict, POLICY_ASK);
+        ck_assert(policy_test_has_rule(&r, "parse.limit"));
+        policy_result_clear(&r);
+        policy_eval_command(pol, &ctx, run, &r);
+        ck_assert_int_eq(r.verdict, POLICY_ASK);
+        policy_result_clear(&r);
+        policy_eval_command(pol, &ctx, floor, &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "floor.rm-home"));
+        policy_result_clear(&r);
+        free(floor);
+        free(run);
+        free(echo);
+        free(dbl);
+}
+END_TEST
+
 START_TEST(test_carrier_depth)
 {
         struct policy_ctx ctx = ctx_default();
@@ -289,6 +319,7 @@ suite(void)
         tcase_add_test(tc, test_unknown_cwd);
         tcase_add_test(tc, test_argv);
         tcase_add_test(tc, test_limits);
+        tcase_add_test(tc, test_value_growth);
         tcase_add_test(tc, test_carrier_depth);
         tcase_add_test(tc, test_findings_json);
         tcase_set_timeout(tc, 30);
