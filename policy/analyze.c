@@ -2,9 +2,12 @@
  * command tables of the rule modules (wrappers peel off until the command they run), applies
  * the rules file, runs the passes that need the whole command (fork bombs, secrets leaving)
  * and collects the findings, strictest first when the list is full. */
+#include <arpa/inet.h>
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy/internal.h"
 #include "protocol/util.h"
@@ -368,6 +371,56 @@ unknown_wrapper(struct eval *ev, int k, const struct word *av, size_t ac, const 
         }
 }
 
+/* Whether host (n bytes) is a metadata service's address in another spelling: IPv4 the way
+ * inet_aton(3) and curl read it (0xa9fea9fe, 2852039166, 0251.0376.0251.0376, 169.254.43518),
+ * IPv4-mapped IPv6 ([::ffff:169.254.169.254]). */
+static bool
+metadata_addr(const char *host, size_t n)
+{
+        static const uint32_t v4[] = {0xA9FEA9FE, 0x646464C8, 0xA9FEAA02}; /* 169.254.169.254 … */
+        char b[64];
+        struct in_addr a;
+        struct in6_addr a6;
+
+        if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+                host++;
+                n -= 2;
+        }
+        if (n == 0 || n >= sizeof(b))
+                return false;
+        memcpy(b, host, n);
+        b[n] = '\0';
+        uint32_t v = 0;
+        if (inet_pton(AF_INET6, b, &a6) == 1 && IN6_IS_ADDR_V4MAPPED(&a6))
+                memcpy(&a.s_addr, a6.s6_addr + 12, 4);
+        else if (!inet_aton(b, &a))
+                return false;
+        v = ntohl(a.s_addr);
+        for (size_t j = 0; j < ARRAY_SIZE(v4); j++)
+                if (v == v4[j])
+                        return true;
+        return false;
+}
+
+/* The host part of a word that may be a URL or a bare address (scheme://user@HOST:port/…);
+ * in a URL, GCE's short name "metadata" too. */
+static bool
+word_metadata(const char *s)
+{
+        const char *h = strstr(s, "://");
+        bool url = h != NULL;
+
+        h = h ? h + 3 : s;
+        size_t end = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, "/:?#");
+        const char *at = memchr(h, '@', end);
+        if (at) {
+                h = at + 1;
+                end = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, "/:?#");
+        }
+        end = MIN(end, strlen(h));
+        return metadata_addr(h, end) || (url && end == 8 && !strncasecmp(h, "metadata", 8));
+}
+
 static void
 check_metadata(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -379,15 +432,19 @@ check_metadata(struct eval *ev, int k, const struct word *av, size_t ac)
                                             "metadata.azure.com",
                                             NULL};
         for (size_t j = 0; j < ac; j++) {
+                bool hit = false;
                 /* one pass per word: only positions that can start a host name */
                 for (const char *c = av[j].s; (c = strpbrk(c, "1mf")); c++) {
                         for (const char *const *h = hosts; *h; h++) {
                                 if (**h == *c && !strncmp(c, *h, strlen(*h))) {
                                         analyze_add(ev, k, "net.metadata", av[j].s, *h);
+                                        hit = true;
                                         break;
                                 }
                         }
                 }
+                if (!hit && j > 0 && word_metadata(av[j].s))
+                        analyze_add(ev, k, "net.metadata", av[j].s, av[j].s);
         }
 }
 
