@@ -95,6 +95,29 @@ pattern_hits_daemon(struct eval *ev, const char *pat, bool exact, bool icase, bo
         return hit;
 }
 
+/* Unit j prints pids for kill (a substitution or a pipe's writer): pgrep/pidof of the
+ * daemon or of init. */
+static void
+pid_source(struct eval *ev, int k, int j, const char *all)
+{
+        static const char *const inits[] = {"init", "systemd", "/sbin/init", "/lib/systemd/systemd",
+                                            NULL};
+        const struct unit *u = &ev->units[j];
+        const char *n = u->argc ? analyze_base(u->argv[0].s) : "";
+
+        if (strcmp(n, "pgrep") && strcmp(n, "pidof"))
+                return;
+        for (size_t a = 1; a < u->argc; a++) {
+                const char *s = u->argv[a].s;
+                if (s[0] == '-')
+                        continue;
+                if (pattern_hits_daemon(ev, s, !strcmp(n, "pidof"), false, false))
+                        analyze_add(ev, k, "floor.kill-daemon", all, s);
+                else if (analyze_in(s, inits) || !strcmp(analyze_base(s), "init"))
+                        analyze_add(ev, k, "floor.kill-init", all, s);
+        }
+}
+
 /* A pid word of kill: -1, 1, the daemon, $PPID, $(pgrep sandboxd). */
 static void
 kill_target(struct eval *ev, int k, const struct word *w, const char *all)
@@ -114,17 +137,13 @@ kill_target(struct eval *ev, int k, const struct word *w, const char *all)
                 analyze_add(ev, k, "floor.kill-daemon", all, w->s);
                 return;
         }
-        for (int j = w->sub_lo; (w->flags & W_SUB) && j < w->sub_hi && j < (int) ev->nunits; j++) {
-                const struct unit *u = &ev->units[j];
-                const char *n = u->argc ? analyze_base(u->argv[0].s) : "";
-                if (strcmp(n, "pgrep") && strcmp(n, "pidof"))
-                        continue;
-                for (size_t a = 1; a < u->argc; a++)
-                        if (u->argv[a].s[0] != '-' &&
-                            pattern_hits_daemon(ev, u->argv[a].s, !strcmp(n, "pidof"), false,
-                                                false))
-                                analyze_add(ev, k, "floor.kill-daemon", all, u->argv[a].s);
-        }
+        for (int j = w->sub_lo; (w->flags & W_SUB) && j < w->sub_hi && j < (int) ev->nunits; j++)
+                pid_source(ev, k, j, all);
+        /* xargs kill: the pids are what the pipe's writer printed (pgrep sandboxd | xargs kill) */
+        int up = ev->units[k].pipe_prev;
+        for (int n = 0; (w->flags & W_STDIN) && up >= 0 && n < 64;
+             up = ev->units[up].pipe_prev, n++)
+                pid_source(ev, k, up, all);
 }
 
 /* kill [-s SIG | -n NUM | -SIG] [--] PID…, kill -l */
@@ -194,6 +213,8 @@ h_pkill(struct eval *ev, int k, const struct word *av, size_t ac)
                         exact = exact || (!killall && strchr(s + 1, 'x'));
                         regex = regex ||
                                 (killall && (strchr(s + 1, 'r') || !strcmp(s, "--regexp")));
+                        /* killall -r matches its regex anywhere in the name, like pkill */
+                        exact = exact && !(killall && regex);
                         negate = negate || (!killall && strchr(s + 1, 'v'));
                         i += valued;
                         continue;
