@@ -706,16 +706,20 @@ h_copy(struct eval *ev, int k, const struct word *av, size_t ac)
         if (!strcmp(n, "ln")) {
                 struct word here = analyze_word(&av[0], ".");
                 const struct word *d = dest ? dest : &here;
+                size_t dl = strlen(d->s);
+                bool dir = !dest || opts_has(&r, 't') || nsrc > 1 || (dl && d->s[dl - 1] == '/');
                 for (size_t j = 0; j < nsrc; j++) {
                         struct word l = *d;
-                        if (!dest || opts_has(&r, 't') || (nsrc > 1)) {
+                        if (dir) {
                                 size_t m = strlen(d->s) + strlen(r.ops[j]->s) + 2;
                                 char *s = arena_alloc(&ev->ar, m);
                                 snprintf(s, m, "%s/%s", d->s, analyze_base(r.ops[j]->s));
                                 l.s = s;
                         }
-                        paths_add_link(ev, r.ops[j], &l);
+                        /* the link's own name is what is written (ln -sf x /etc/passwd
+                         * replaces /etc/passwd): judged before it resolves to the target */
                         paths_check_write(ev, k, &l, false);
+                        paths_add_link(ev, r.ops[j], &l);
                 }
                 return 0;
         }

@@ -281,6 +281,13 @@ static const struct pcase cases[] = {
         {"ruby -pi -e 'sub(/x/, \"\")' ~/.profile", Q, "write.startup"},
         {"perl -i fix.pl ~/.bashrc", Q, "write.startup"},
         {"cp x /usr/local/bin/y", Q, "write.system"},
+        /* a link's own name is written: it replaces what was there */
+        {"ln -sf /tmp/x /etc/passwd", Q, "write.system"},
+        {"ln -s /tmp/evil.so /etc/ld.so.preload", Q, "write.system"},
+        {"ln -sf /tmp/x /usr/bin/ls", Q, "write.system"},
+        {"ln -s /tmp/x ~/.bashrc", Q, "write.startup"},
+        {"ln -s x /etc/", Q, "write.system"},
+        {"ln -sf ../lib/libx.so.1 build/libx.so", A, NULL},
         /* a tree merged into / writes what it holds there (x/etc/passwd -> /etc/passwd) */
         {"rsync -a x/ /", Q, "write.system"},
         {"rsync -a etc /", Q, "write.system"},
