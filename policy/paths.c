@@ -544,7 +544,9 @@ paths_add_link(struct eval *ev, const struct word *target, const struct word *li
                 snprintf(j, n, "%s/%s", *dir ? dir : "", target->s);
                 t = norm(ev, j);
         }
-        if (!t || !l || streq(t, l))
+        /* ln never replaces a directory (it makes the link inside it): / , a system
+         * directory, home and the daemon's paths exist, so `ln -s /tmp/e ~` leaves ~ as it is */
+        if (!t || !l || streq(t, l) || paths_classify_path(ev, l, false) != T_NONE)
                 return;
         ev->links[ev->nlinks].path = l;
         ev->links[ev->nlinks].target = t;

@@ -288,6 +288,10 @@ static const struct pcase cases[] = {
         {"ln -s /tmp/x ~/.bashrc", Q, "write.startup"},
         {"ln -s x /etc/", Q, "write.system"},
         {"ln -sf ../lib/libx.so.1 build/libx.so", A, NULL},
+        /* ln cannot replace a directory: a link "named" ~ or /etc changes nothing */
+        {"ln -s /tmp/e ~; rm -rf ~", D, "floor.rm-home"},
+        {"ln -sfn /tmp/e /etc && rm -rf /etc", D, "floor.rm-system"},
+        {"ln -sfT /tmp/e / ; rm -rf /", D, "floor.rm-root"},
         /* a tree merged into / writes what it holds there (x/etc/passwd -> /etc/passwd) */
         {"rsync -a x/ /", Q, "write.system"},
         {"rsync -a etc /", Q, "write.system"},
