@@ -250,16 +250,21 @@ analyze_scope_new(struct eval *ev, int parent)
         ev->scopes[ev->nscopes].parent = parent;
         ev->scopes[ev->nscopes].has_cwd = false;
         ev->scopes[ev->nscopes].cwd = NULL;
+        ev->scopes[ev->nscopes].cwd_alt = NULL;
         return (int) ev->nscopes++;
 }
 
-/* The cwd unit k runs in: the nearest scope (itself or an enclosing one) that changed it. */
+/* The cwd unit k runs in: the nearest scope (itself or an enclosing one) that changed it;
+ * *alt where a cd of it that may have failed left it instead. */
 static const char *
-scope_cwd(struct eval *ev, int scope, const char *start)
+scope_cwd(struct eval *ev, int scope, const char *start, const char **alt)
 {
+        *alt = NULL;
         for (int s = scope, n = 0; s >= 0 && (size_t) s < ev->nscopes && n < 256; n++) {
-                if (ev->scopes[s].has_cwd)
+                if (ev->scopes[s].has_cwd) {
+                        *alt = ev->scopes[s].cwd_alt;
                         return ev->scopes[s].cwd;
+                }
                 s = ev->scopes[s].parent;
         }
         return start;
@@ -553,7 +558,9 @@ analyze_unit(struct eval *ev, int k)
         if (u->flags & U_DONE)
                 return;
         ev->units[k].flags |= U_DONE;
-        ev->cwd = scope_cwd(ev, u->scope, ev->start_cwd);
+        ev->cwd = scope_cwd(ev, u->scope, ev->start_cwd, &ev->cwd_alt);
+        if (u->flags & U_CD_OK)
+                ev->cwd_alt = NULL; /* cd DIR && …: the cd succeeded */
 
         for (size_t a = 0; a < u->nassign; a++)
                 env_check_assign(ev, k, &ev->units[k].assign[a]);

@@ -73,7 +73,8 @@ static const char *const build_output[] = {"node_modules",
 static bool
 is_build_output(struct eval *ev, const struct word *w)
 {
-        if (!(analyze_lit(w) || (w->flags & W_TREE)) || (w->flags & W_OVERFLOW))
+        if (!(analyze_lit(w) || (w->flags & W_TREE)) || (w->flags & W_OVERFLOW) ||
+            paths_cwd_uncertain(ev, w->s))
                 return false; /* find -exec's {} below START/…/NAME is known enough */
         const char *s = w->s;
         if (w->flags & W_GLOB) {
@@ -118,7 +119,7 @@ static bool
 all_in_workspace(struct eval *ev, const struct optres *r)
 {
         for (size_t j = 0; j < r->nops; j++)
-                if (!analyze_lit(r->ops[j]) ||
+                if (!analyze_lit(r->ops[j]) || paths_cwd_uncertain(ev, r->ops[j]->s) ||
                     !paths_in_workspace(ev, paths_resolve(ev, r->ops[j]->s)))
                         return false;
         return r->nops > 0;
@@ -141,7 +142,9 @@ targets(struct eval *ev, const struct optres *r)
 static bool
 find_inside(struct eval *ev, const struct word *start)
 {
-        const char *p = analyze_lit(start) ? paths_resolve(ev, start->s) : NULL;
+        const char *p = analyze_lit(start) && !paths_cwd_uncertain(ev, start->s)
+                                ? paths_resolve(ev, start->s)
+                                : NULL;
 
         return p && (paths_in_workspace(ev, p) || (ev->ws && !strcmp(p, ev->ws)));
 }

@@ -329,7 +329,8 @@ g_clean(struct eval *ev, int k, const struct word *a, size_t n, const char *all)
         if (!opts_has(&r, 'f') || opts_has(&r, 'n'))
                 return;
         const char *cwd = ev->cwd;
-        bool inside = cwd && ev->ws && (paths_in_workspace(ev, cwd) || !strcmp(cwd, ev->ws));
+        bool inside = cwd && ev->ws && !ev->cwd_alt &&
+                      (paths_in_workspace(ev, cwd) || !strcmp(cwd, ev->ws));
         if (!inside)
                 analyze_add(ev, k, "git.clean", all, all);
 }

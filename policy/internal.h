@@ -112,6 +112,7 @@ struct redir {
 #define U_DOWNGRADE 0x8  /* suffix of an unknown wrapper: floor findings become ASK */
 #define U_COND      0x10 /* in a conditional context (if/while/case body, after && or ||) */
 #define U_DONE      0x20 /* analysed already */
+#define U_CD_OK     0x40 /* runs only if the cd just before it succeeded (cd DIR && …) */
 
 /* pipe_prev values besides a unit index. */
 #define PIPE_NONE    (-1) /* stdin is not a pipe */
@@ -161,7 +162,8 @@ extern const char var_unset[];
 struct scope {
         int parent;
         bool has_cwd;
-        const char *cwd; /* NULL with has_cwd: unknown */
+        const char *cwd;     /* NULL with has_cwd: unknown */
+        const char *cwd_alt; /* the cwd before a cd that may have failed, or NULL */
 };
 
 /* What a file descriptor was opened from (exec N< …, N<<<, N<<). */
@@ -222,6 +224,7 @@ struct eval {
         const char *home;      /* $HOME as the shell sees it, NULL when unknown */
         const char *acct_home; /* the caller's home directory (ctx->home), may equal home */
         const char *cwd;       /* tracked working directory, NULL when unknown */
+        const char *cwd_alt;   /* where a cd that may have failed left it instead, or NULL */
         const char *start_cwd; /* the cwd the command starts in */
         const char *ws;        /* the workspace (ctx->workspace or the first cwd), may be NULL */
         const char *attr[ATTR_MAX];     /* names declared -i (value 'i') or -n ('n') … */
@@ -391,6 +394,8 @@ const char *paths_glob_dir(struct eval *ev, const char *s);
  * contains a protected path counts too. W_OVERFLOW words count as the root. */
 enum target paths_classify(struct eval *ev, const struct word *w, bool ancestor);
 enum target paths_classify_path(struct eval *ev, const char *path, bool ancestor);
+/* Whether the relative path s may be relative to where a failed cd left the shell. */
+bool paths_cwd_uncertain(struct eval *ev, const char *s);
 enum devkind paths_device(const char *path);
 bool paths_below(const char *path, const char *dir);
 /* The workspace contains path (strictly below it). */

@@ -996,6 +996,16 @@ p_pipeline(struct parser *p)
         }
 }
 
+/* The units from lo are exactly one cd or pushd: what follows its && runs in its target. */
+static bool
+just_cd(struct parser *p, size_t lo)
+{
+        const struct unit *u = lo + 1 == p->ev->nunits ? &p->ev->units[lo] : NULL;
+
+        return u && u->argc > 0 && analyze_lit(&u->argv[0]) &&
+               (!strcmp(u->argv[0].s, "cd") || !strcmp(u->argv[0].s, "pushd"));
+}
+
 static void
 p_andor(struct parser *p)
 {
@@ -1010,6 +1020,7 @@ p_andor(struct parser *p)
                 bool and_op = word_at(p, 0) == '&';
                 bool status;
                 bool sure = constant_status(p, lo, &status) && status == and_op;
+                bool cd_ok = and_op && just_cd(p, lo);
                 p->i += 2;
                 skip_space(p);
                 /* runs or not, depending on the status before (true && …, false || … do) */
@@ -1019,6 +1030,8 @@ p_andor(struct parser *p)
                         p->segs[at].certain = sure;
                 lo = p->ev->nunits;
                 p_pipeline(p);
+                for (size_t j = lo; cd_ok && j < p->ev->nunits; j++)
+                        p->ev->units[j].flags |= U_CD_OK;
                 /* a compound command (for, while, if, case) still open closes it later */
                 if (at >= 0 && p->nsegs - 1 > at)
                         p->segs[at].deferred = true;

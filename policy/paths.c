@@ -256,8 +256,34 @@ paths_glob_dir(struct eval *ev, const char *s)
         return paths_resolve(ev, slash ? arena_strndup(&ev->ar, s, slash - s + 1) : ".");
 }
 
+static enum target classify_here(struct eval *ev, const struct word *w, bool ancestor);
+
+/* Whether s is relative to a cwd a failed cd may have left elsewhere (ev->cwd_alt). */
+bool
+paths_cwd_uncertain(struct eval *ev, const char *s)
+{
+        return ev->cwd_alt && s[0] != '/' && s[0] != '~';
+}
+
+/* What w hits; a relative path after a cd that may have failed is judged in both places. */
 enum target
 paths_classify(struct eval *ev, const struct word *w, bool ancestor)
+{
+        enum target t = classify_here(ev, w, ancestor);
+
+        if (t != T_NONE || !paths_cwd_uncertain(ev, w->s) || (w->flags & W_DYN))
+                return t;
+        const char *cwd = ev->cwd, *alt = ev->cwd_alt;
+        ev->cwd = alt;
+        ev->cwd_alt = NULL;
+        t = classify_here(ev, w, ancestor);
+        ev->cwd = cwd;
+        ev->cwd_alt = alt;
+        return t;
+}
+
+static enum target
+classify_here(struct eval *ev, const struct word *w, bool ancestor)
 {
         const char *s = w->s;
 

@@ -231,6 +231,18 @@ cd_target(struct eval *ev, const char *cmd, const struct optres *r)
         return analyze_lit(op) && strcmp(op->s, "-") ? paths_resolve(ev, op->s) : NULL;
 }
 
+/* Whether a cd from old to certainly succeeds: / , a system directory, home, the starting
+ * cwd, the workspace, or an ancestor of where it is (cd ..). */
+static bool
+cd_certain(struct eval *ev, const char *old, const char *to)
+{
+        if (!to)
+                return false;
+        return paths_classify_path(ev, to, false) != T_NONE ||
+               (ev->start_cwd && !strcmp(to, ev->start_cwd)) || (ev->ws && !strcmp(to, ev->ws)) ||
+               (old && paths_below(old, to));
+}
+
 static int
 h_cd(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -242,11 +254,19 @@ h_cd(struct eval *ev, int k, const struct word *av, size_t ac)
         opts_parse(ev, &sp, av, ac, 1, &r);
         if (opts_has(&r, 'n') && strcmp(cmd, "cd"))
                 return 0; /* pushd -n / popd -n: the stack only */
+        const char *old = ev->cwd, *alt = ev->cwd_alt;
         const char *to = cd_target(ev, cmd, &r);
         /* in a conditional or a function the cwd afterwards is not known */
         ev->cwd = (u->flags & (U_FUNC | U_COND)) ? NULL : to;
+        /* a cd into a directory that may not exist may fail, and what follows runs where it
+         * was (cd node_modules; rm -rf * wipes the project without one) */
+        if (!cd_certain(ev, old, ev->cwd))
+                ev->cwd_alt = alt ? alt : old;
+        else
+                ev->cwd_alt = NULL;
         ev->scopes[u->scope].has_cwd = true;
         ev->scopes[u->scope].cwd = ev->cwd;
+        ev->scopes[u->scope].cwd_alt = ev->cwd_alt;
         return 0;
 }
 

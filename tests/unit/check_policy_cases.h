@@ -292,6 +292,13 @@ static const struct pcase cases[] = {
         {"ln -s /tmp/e ~; rm -rf ~", D, "floor.rm-home"},
         {"ln -sfn /tmp/e /etc && rm -rf /etc", D, "floor.rm-system"},
         {"ln -sfT /tmp/e / ; rm -rf /", D, "floor.rm-root"},
+        /* a cd that may fail leaves the shell where it was: both places are judged */
+        {"cd /tmp/nowhere; rm -rf *", Q, "delete.recursive"},
+        {"cd ~; cd /tmp/nowhere; rm -rf *", D, "floor.rm-home"},
+        {"cd ~; cd /tmp/nowhere || true; rm -rf ./*", D, "floor.rm-home"},
+        {"cd ~; if false; then cd /tmp/x; fi; rm -rf *", D, "floor.rm-home"},
+        {"cd ~; cd /tmp/x && rm -rf *", Q, "delete.recursive"},
+        {"cd ~; cd .. && cd user; rm -rf *", D, "floor.rm-system"},
         /* a tree merged into / writes what it holds there (x/etc/passwd -> /etc/passwd) */
         {"rsync -a x/ /", Q, "write.system"},
         {"rsync -a etc /", Q, "write.system"},
