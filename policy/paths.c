@@ -384,12 +384,15 @@ static const char *const cred_files[] = {".netrc",  ".git-credentials", ".pgpass
                                          ".pypirc", "credentials",      "authorized_keys",
                                          ".npmrc",  ".vault-token",     NULL};
 static const char *const startup_files[] = {
-        ".bashrc",          ".bash_profile", ".bash_login", ".bash_logout",
-        ".bash_aliases",    ".profile",      ".zshrc",      ".zprofile",
-        ".zshenv",          ".zlogin",       ".zlogout",    ".kshrc",
-        ".mkshrc",          ".cshrc",        ".tcshrc",     ".login",
-        ".xprofile",        ".xinitrc",      ".xsession",   ".xsessionrc",
-        ".pam_environment", "config.fish",   ".gitconfig",  NULL};
+        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+        ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc",
+        ".tcshrc", ".login", ".xprofile", ".xinitrc", ".xsession", ".xsessionrc",
+        ".pam_environment", "config.fish", ".gitconfig",
+        /* programs that run commands from their rc file when they start */
+        ".vimrc", ".gvimrc", ".exrc", ".nvimrc", ".emacs", ".tmux.conf", ".screenrc", ".gdbinit",
+        ".lldbinit", ".psqlrc", ".sqliterc", ".my.cnf", ".irbrc", ".pryrc", ".Rprofile",
+        ".pythonrc", ".wgetrc", ".curlrc", ".condarc", "sitecustomize.py", "usercustomize.py",
+        NULL};
 /* Directories (as path components) whose files run at login, at start or on a schedule. */
 static const char *const startup_dirs[] = {"/.config/autostart/",
                                            "/.config/systemd/user/",
@@ -399,7 +402,20 @@ static const char *const startup_dirs[] = {"/.config/autostart/",
                                            "/.config/upstart/",
                                            "/.bashrc.d/",
                                            "/.git/hooks/",
+                                           "/.config/git/",
+                                           "/.config/nvim/",
+                                           "/.vim/",
+                                           "/.emacs.d/",
+                                           "/.config/emacs/",
+                                           "/.ipython/",
+                                           "/.jupyter/",
+                                           "/.config/pip/",
+                                           "/.pip/",
+                                           "/.cargo/",
+                                           "/.config/tmux/",
                                            NULL};
+/* Below home: directories a login's PATH puts in front of /usr/bin (Debian's .profile). */
+static const char *const startup_home[] = {"bin", ".local/bin", NULL};
 static const char *const startup_abs[] = {"/etc/profile",
                                           "/etc/profile.d",
                                           "/etc/bash.bashrc",
@@ -447,10 +463,25 @@ analyze_is_credential(const char *path)
 }
 
 static bool
-is_startup(const char *key, const char *p)
+is_startup(struct eval *ev, const char *key, const char *p)
 {
+        size_t kl = strlen(key);
+
         if (analyze_in(analyze_base(key), startup_files) || strstr(key, "/.git/config"))
                 return true;
+        /* a .pth file in site-packages runs its import lines at every python start */
+        if (strstr(key, "/site-packages/") && kl > 4 && !strcmp(key + kl - 4, ".pth"))
+                return true;
+        const char *homes[] = {ev->home, ev->acct_home};
+        for (size_t i = 0; p && i < ARRAY_SIZE(homes); i++) {
+                const char *h = homes[i];
+                for (const char *const *d = startup_home; h && *d; d++) {
+                        size_t hl = strlen(h), dl = strlen(*d);
+                        if (!strncmp(p, h, hl) && p[hl] == '/' && !strncmp(p + hl + 1, *d, dl) &&
+                            p[hl + 1 + dl] == '/')
+                                return true;
+                }
+        }
         for (const char *const *d = startup_dirs; *d; d++)
                 if (strstr(key, *d))
                         return true;
@@ -540,7 +571,7 @@ paths_check_write(struct eval *ev, int k, const struct word *w, bool del)
                 return;
         if (analyze_is_credential(key))
                 analyze_add(ev, k, "write.credential", w->s, key);
-        if (is_startup(key, p))
+        if (is_startup(ev, key, p))
                 analyze_add(ev, k, "write.startup", w->s, key);
         for (const char *const *d = sys_write; p && *d; d++) {
                 if (paths_below(p, *d)) {
