@@ -435,9 +435,9 @@ static const char *const startup_abs[] = {"/etc/profile",
                                           "/lib/systemd/system",
                                           "/usr/lib/systemd/system",
                                           NULL};
-static const char *const sys_write[] = {"/etc",   "/usr",     "/bin",       "/sbin", "/lib",
-                                        "/lib32", "/lib64",   "/boot",      "/root", "/sys",
-                                        "/proc",  "/var/lib", "/var/spool", "/opt",  NULL};
+static const char *const sys_write[] = {
+        "/etc",  "/usr", "/bin",  "/sbin",    "/lib",       "/lib32", "/lib64",   "/boot",
+        "/root", "/sys", "/proc", "/var/lib", "/var/spool", "/opt",   "/var/log", NULL};
 static const char *const power_files[] = {"/proc/sysrq-trigger", "/sys/power/state",
                                           "/sys/power/disk",     "/dev/watchdog",
                                           "/dev/watchdog0",      NULL};

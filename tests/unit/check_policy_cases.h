@@ -324,6 +324,10 @@ static const struct pcase cases[] = {
         {"cp -r x /", A, NULL},
         {"rsync -av src/ build/", A, NULL},
         {"rm /etc/passwd", Q, "write.system"},
+        /* the system's logs: as root, what covers tracks */
+        {"truncate -s0 /var/log/wtmp", Q, "write.system"},
+        {"rm /var/log/auth.log", Q, "write.system"},
+        {"echo > /var/log/syslog", Q, "write.system"},
         /* tools that replace or delete the files they are given */
         {"bzip2 /etc/passwd", Q, "write.system"},
         {"gzip ~/.ssh/id_ed25519", Q, "write.credential"},
