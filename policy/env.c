@@ -103,6 +103,22 @@ static const struct env_rule env_rules[] = {
         {"GIT_PAGER", EV_PROGRAM, "env.inject"},
         {"GIT_EDITOR", EV_PROGRAM, "env.inject"},
         {"GIT_SEQUENCE_EDITOR", EV_PROGRAM, "env.inject"},
+        /* options and programs other tools take from the environment */
+        {"TAR_OPTIONS", EV_ALWAYS, "env.inject"}, /* --to-command, --use-compress-program */
+        {"RSYNC_RSH", EV_ALWAYS, "env.inject"},   /* as rsync -e */
+        {"RSYNC_CONNECT_PROG", EV_ALWAYS, "env.inject"},
+        {"RUSTC_WRAPPER", EV_ALWAYS, "env.inject"},
+        {"RUSTC_WORKSPACE_WRAPPER", EV_ALWAYS, "env.inject"},
+        {"CARGO_BUILD_RUSTC_WRAPPER", EV_ALWAYS, "env.inject"},
+        {"RUSTC", EV_ALWAYS, "env.inject"},
+        {"CARGO_TARGET_*_RUNNER", EV_ALWAYS, "env.inject"},
+        {"GOFLAGS", EV_ALWAYS, "env.inject"}, /* -toolexec */
+        {"CURL_HOME", EV_ALWAYS, "env.inject"},
+        {"WGETRC", EV_ALWAYS, "env.inject"},
+        {"PSQLRC", EV_ALWAYS, "env.inject"},
+        {"VIMINIT", EV_ALWAYS, "env.inject"},
+        {"EXINIT", EV_ALWAYS, "env.inject"},
+        {"MYVIMRC", EV_ALWAYS, "env.inject"},
         /* other programs run on someone's behalf */
         {"SSH_ASKPASS", EV_ALWAYS, "env.inject"},
         {"SUDO_ASKPASS", EV_ALWAYS, "env.inject"},

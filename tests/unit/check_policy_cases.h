@@ -324,6 +324,14 @@ static const struct pcase cases[] = {
         {"cp -r x /", A, NULL},
         {"rsync -av src/ build/", A, NULL},
         {"rm /etc/passwd", Q, "write.system"},
+        /* variables that give other tools options or programs to run */
+        {"TAR_OPTIONS=--to-command=x tar xf a.tar", Q, "env.inject"},
+        {"RSYNC_RSH='sh -c x' rsync a h:b", Q, "env.inject"},
+        {"RUSTC_WRAPPER=/tmp/x cargo build", Q, "env.inject"},
+        {"CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=/tmp/x cargo run", Q, "env.inject"},
+        {"GOFLAGS=-toolexec=/tmp/x go build", Q, "env.inject"},
+        {"VIMINIT='!x' vim -es f", Q, "env.inject"},
+        {"PSQLRC=/tmp/x psql -c 'select 1'", Q, "env.inject"},
         /* the system's logs: as root, what covers tracks */
         {"truncate -s0 /var/log/wtmp", Q, "write.system"},
         {"rm /var/log/auth.log", Q, "write.system"},
