@@ -69,8 +69,8 @@ h_sudo(struct eval *ev, int k, const struct word *av, size_t ac)
         if (opts_has(&r, 'S') || opts_has(&r, 'A'))
                 analyze_add(ev, k, "priv.sudo-stdin", analyze_join(ev, av, ac),
                             analyze_join(ev, av, ac));
-        if (opts_has(&r, 'e')) {
-                /* sudo -e FILE…: sudoedit writes every operand */
+        if (opts_has(&r, 'e') || !strcmp(analyze_base(av[0].s), "sudoedit")) {
+                /* sudo -e FILE… (sudoedit FILE…) writes every operand */
                 static const struct optspec edit = {"AbBC:D:Eeg:Hh:iKklnPp:R:r:Sst:T:U:u:Vv",
                                                     sudo_longs, OS_STOP | OS_TAIL};
                 opts_parse(ev, &edit, av, ac, 1, &r);
@@ -662,6 +662,7 @@ static const struct cmd cmds[] = {
         {"strace", h_simple},
         {"su", h_su},
         {"sudo", h_sudo},
+        {"sudoedit", h_sudo},
         {"systemd-run", h_systemd_run},
         {"taskset", h_simple},
         {"time", h_simple},

@@ -325,6 +325,8 @@ static const struct pcase cases[] = {
         {"rsync -av src/ build/", A, NULL},
         {"rm /etc/passwd", Q, "write.system"},
         /* variables that give other tools options or programs to run */
+        {"sudoedit /etc/sudoers", Q, "write.system"},
+        {"sudoedit -u root ~/.bashrc", Q, "write.startup"},
         {"TAR_OPTIONS=--to-command=x tar xf a.tar", Q, "env.inject"},
         {"RSYNC_RSH='sh -c x' rsync a h:b", Q, "env.inject"},
         {"RUSTC_WRAPPER=/tmp/x cargo build", Q, "env.inject"},
