@@ -697,6 +697,9 @@ h_copy(struct eval *ev, int k, const struct word *av, size_t ac)
                 return 0;
         if (opts_has(&r, O_STRIP_PROGRAM))
                 analyze_add(ev, k, "exec.embedded", analyze_join(ev, av, ac), "--strip-program");
+        const struct word *mode = strcmp(n, "install") ? NULL : opts_val(&r, 'm');
+        if (mode && (!analyze_lit(mode) || mode_is_weak(mode->s)))
+                analyze_add(ev, k, "perm.chmod", analyze_join(ev, av, ac), mode->s); /* -m 4755 */
         if (!strcmp(n, "install") && opts_has(&r, 'd')) {
                 for (size_t j = 0; j < r.nops; j++)
                         paths_check_write(ev, k, r.ops[j], false);

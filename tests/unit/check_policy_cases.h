@@ -325,6 +325,9 @@ static const struct pcase cases[] = {
         {"rsync -av src/ build/", A, NULL},
         {"rm /etc/passwd", Q, "write.system"},
         /* variables that give other tools options or programs to run */
+        {"install -m 4755 sh /tmp/rootsh", Q, "perm.chmod"},
+        {"install --mode=u+s x /tmp/y", Q, "perm.chmod"},
+        {"install -m 755 build/tool dist/tool", A, NULL},
         {"sudoedit /etc/sudoers", Q, "write.system"},
         {"sudoedit -u root ~/.bashrc", Q, "write.startup"},
         {"TAR_OPTIONS=--to-command=x tar xf a.tar", Q, "env.inject"},
