@@ -447,6 +447,31 @@ find_action(struct eval *ev, int k, const struct word *av, size_t ac, size_t i,
         return i;
 }
 
+/* Whether the expression from av[i] selects some files for its first -delete: a -name,
+ * -path or -empty test before it, with no -o, ',' or negation that lets everything through
+ * (find . -delete -o -true, ! -name nothing), and a pattern that is not all stars. */
+static bool
+find_narrow(const struct word *av, size_t i, size_t ac)
+{
+        static const char *const tests[] = {"-name",      "-iname",      "-path", "-ipath",
+                                            "-wholename", "-iwholename", NULL};
+        static const char *const wide[] = {"-o", "-or", ",", "!", "-not", NULL};
+        bool narrow = false;
+
+        for (size_t j = i; j < ac && strcmp(av[j].s, "-delete"); j++) {
+                const char *s = av[j].s;
+                if (!analyze_lit(&av[j]) || analyze_in(s, wide))
+                        return false;
+                if (!strcmp(s, "-empty"))
+                        narrow = true;
+                if (analyze_in(s, tests) && j + 1 < ac) {
+                        const char *v = av[++j].s;
+                        narrow = narrow || (analyze_lit(&av[j]) && strspn(v, "*") != strlen(v));
+                }
+        }
+        return narrow;
+}
+
 static int
 h_find(struct eval *ev, int k, const struct word *av, size_t ac)
 {
@@ -461,6 +486,7 @@ h_find(struct eval *ev, int k, const struct word *av, size_t ac)
         while (i < ac && av[i].s[0] != '-' && strcmp(av[i].s, "(") && strcmp(av[i].s, "!"))
                 i++;
         size_t p1 = i;
+        bool narrow = find_narrow(av, i, ac);
         struct word dot = analyze_word(&av[0], ".");
         const struct word *starts = p1 > p0 ? av + p0 : &dot;
         size_t nstarts = p1 > p0 ? p1 - p0 : 1;
@@ -491,7 +517,7 @@ h_find(struct eval *ev, int k, const struct word *av, size_t ac)
                 }
                 inside = inside && find_inside(ev, &starts[j]);
         }
-        if (!(inside && fx.filters))
+        if (!(inside && narrow))
                 analyze_add(ev, k, "delete.find", analyze_join(ev, av, ac),
                             analyze_join(ev, starts, nstarts));
         return 0;

@@ -802,6 +802,12 @@ static const struct ccase ccases[] = {
         {11, "git clean -fdx", A, NULL},
         {11, "git clean -ffdx", A, NULL},
         {11, "find . -name '*.pyc' -delete", A, NULL},
+        {11, "find . -type d -empty -delete", A, NULL},
+        /* tests that let every file through are no filter: the whole workspace goes */
+        {11, "find . -delete -o -true", Q, "delete.find"},
+        {11, "find . -name '*' -delete", Q, "delete.find"},
+        {11, "find . ! -name keep -delete", Q, "delete.find"},
+        {11, "find . -mtime -99999 -delete", Q, "delete.find"},
         {11, "find . -type d -name __pycache__ -exec rm -rf {} +", A, NULL},
         {11, "find . -name node_modules -prune -exec rm -rf {} +", A, NULL},
         {11, "python3 -c 'print(1)'", A, NULL},
