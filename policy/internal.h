@@ -244,7 +244,9 @@ struct eval {
         bool dropped;        /* findings beyond POLICY_MAX_FINDINGS were left out */
         const char *input;   /* the command judged (for the subject when findings were left out) */
         const char **vtaint; /* per variable: the secret it carries ("" none); net.c */
-        bool *allowed;       /* per unit: matched an allow rule of the rules file */
+        const char **ftaint; /* files a secret was copied into (cp key /tmp/x), net.c */
+        size_t nftaint, ftaintcap;
+        bool *allowed; /* per unit: matched an allow rule of the rules file */
         size_t allowedcap;
         int downgrade; /* >0 while judging the suffix of an unknown wrapper */
         int nregex;    /* regular expressions compiled so far (bounded per evaluation) */

@@ -658,10 +658,58 @@ exfil(struct eval *ev, int k, const char *secret)
         analyze_add(ev, k, "net.secret-exfil", subj, subj);
 }
 
+static void
+ftaint_add(struct eval *ev, const struct word *w)
+{
+        const char *p = analyze_lit(w) ? paths_resolve(ev, w->s) : NULL;
+
+        if (!p || ev->nftaint >= 256)
+                return;
+        arena_grow(&ev->ar, (void **) &ev->ftaint, &ev->ftaintcap, ev->nftaint, sizeof(char *));
+        ev->ftaint[ev->nftaint++] = p;
+}
+
+/* The files unit k writes what it read into, when that is a secret: its > redirections,
+ * tee's operands, dd of=, and the destination of cp/mv/install/rsync (also DEST/SRC). */
+static void
+ftaint_outputs(struct eval *ev, int k)
+{
+        static const char *const copiers[] = {"cp", "mv", "install", "rsync", NULL};
+        const struct unit *u = &ev->units[k];
+        const char *n = u->argc ? analyze_unit_name(ev, u) : "";
+        bool fed = u->pipe_prev >= 0 && unit_secret(ev, u->pipe_prev);
+
+        if (!unit_secret(ev, k) && !fed)
+                return;
+        for (size_t r = 0; r < u->nredir; r++)
+                if (u->redir[r].kind == RD_OUT)
+                        ftaint_add(ev, &u->redir[r].target);
+        for (size_t a = 1; a < u->argc; a++) {
+                const struct word *w = &u->argv[a];
+                if (!strcmp(n, "tee") && w->s[0] != '-')
+                        ftaint_add(ev, w);
+                else if (!strcmp(n, "dd") && !strncmp(w->s, "of=", 3))
+                        ftaint_add(ev, &(struct word){.s = w->s + 3, .flags = w->flags});
+        }
+        if (!analyze_in(n, copiers) || u->argc < 3)
+                return;
+        const struct word *dest = &u->argv[u->argc - 1];
+        ftaint_add(ev, dest);
+        for (size_t a = 1; a + 1 < u->argc && analyze_lit(dest); a++) {
+                if (u->argv[a].s[0] == '-')
+                        continue;
+                char *s = xasprintf("%s/%s", dest->s, analyze_base(u->argv[a].s));
+                ftaint_add(ev, &(struct word){.s = arena_strdup(&ev->ar, s)});
+                free(s);
+        }
+}
+
 /* Whole-command pass: a secret read by a unit whose data reaches a network tool. */
 void
 net_exfil_pass(struct eval *ev)
 {
+        for (size_t k = 0; k < ev->nunits; k++)
+                ftaint_outputs(ev, (int) k);
         taints_compute(ev);
         for (size_t k = 0; k < ev->nunits; k++) {
                 const struct unit *u = &ev->units[k];

@@ -703,6 +703,9 @@ paths_secret(struct eval *ev, const char *s, bool ancestor)
         const char *key = r ? r : p;
         if (secret_path(key))
                 return key;
+        for (size_t j = 0; j < ev->nftaint; j++)
+                if (streq(ev->ftaint[j], key))
+                        return key; /* a copy of a secret made earlier in the command */
         if (!ancestor || !r)
                 return NULL;
         if (paths_classify_path(ev, r, true) == T_HOME || streq(r, "/") || streq(r, "/home") ||
