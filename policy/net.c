@@ -550,6 +550,56 @@ word_secret(struct eval *ev, const struct word *w, bool ancestor)
         return paths_secret(ev, s, ancestor);
 }
 
+/* Commands whose output is a credential: the program, then words that must follow it (in
+ * order, other words between them allowed). */
+static const char *const secret_cmds[][4] = {
+        {"gpg", "--export-secret-keys"},
+        {"gpg", "--export-secret-subkeys"},
+        {"gpg2", "--export-secret-keys"},
+        {"gcloud", "auth", "print-access-token"},
+        {"gcloud", "auth", "print-identity-token"},
+        {"aws", "sts", "get-session-token"},
+        {"aws", "sts", "assume-role"},
+        {"aws", "ecr", "get-login-password"},
+        {"aws", "configure", "get"},
+        {"aws", "configure", "export-credentials"},
+        {"az", "account", "get-access-token"},
+        {"gh", "auth", "token"},
+        {"git", "credential", "fill"},
+        {"kubectl", "config", "view", "--raw"},
+        {"kubectl", "create", "token"},
+        {"pass", "show"},
+        {"vault", "read"},
+        {"vault", "kv", "get"},
+        {"op", "read"},
+        {"security", "find-generic-password"},
+        {"security", "find-internet-password"},
+        {"docker-credential-secretservice", "get"},
+        {"docker-credential-pass", "get"},
+        {"docker-credential-desktop", "get"},
+
+        {"openssl", "pkey"},
+};
+
+/* The credential command unit u runs (its output is the secret), or NULL. */
+static const char *
+secret_command(struct eval *ev, const struct unit *u)
+{
+        const char *n = u->argc ? analyze_unit_name(ev, u) : "";
+
+        for (size_t c = 0; c < ARRAY_SIZE(secret_cmds); c++) {
+                if (strcmp(secret_cmds[c][0], n))
+                        continue;
+                size_t w = 1;
+                for (size_t a = 1; a < u->argc && w < 4 && secret_cmds[c][w]; a++)
+                        if (!strcmp(u->argv[a].s, secret_cmds[c][w]))
+                                w++;
+                if (w == 4 || !secret_cmds[c][w])
+                        return analyze_join(ev, u->argv, u->argc);
+        }
+        return NULL;
+}
+
 /* A key or credential file unit j reads (argument or stdin redirection). */
 static const char *
 unit_secret(struct eval *ev, int j)
@@ -561,6 +611,8 @@ unit_secret(struct eval *ev, int j)
         bool ssh = u->argc > 0 && analyze_in(analyze_unit_name(ev, u), ssh_family);
 
         if (u->secret)
+                return u->secret;
+        if ((u->secret = secret_command(ev, u)))
                 return u->secret;
         for (size_t a = 1; a < u->argc && !u->secret; a++) {
                 const char *s = u->argv[a].s;
