@@ -176,11 +176,13 @@ find_tree_delete(struct eval *ev, int k, const struct optres *r, const char *all
 static bool
 find_neutral(const char *s)
 {
+        /* -prune selects nothing: the start itself is still found (find ~ -prune -exec …) */
         static const char *const neutral[] = {"-depth",  "-mindepth", "-maxdepth",
                                               "-xdev",   "-mount",    "-delete",
                                               "-print",  "-noleaf",   "-ignore_readdir_race",
                                               "-print0", "-daystart", "-follow",
-                                              "-warn",   "-nowarn",   NULL};
+                                              "-warn",   "-nowarn",   "-prune",
+                                              NULL};
         return analyze_in(s, neutral);
 }
 

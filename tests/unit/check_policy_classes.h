@@ -94,7 +94,8 @@ static const struct ccase ccases[] = {
         {2, "ls | xargs sh -c 'rm -rf /'", D, "floor.rm-root"},
         {2, "find . | xargs -I{} bash -c 'reboot'", D, "floor.power"},
         {2, "find / -maxdepth 0 -exec rm -rf {} \\;", D, "floor.rm-root"},
-        {2, "find ~ -prune -execdir rm -rf {} +", Q, "delete.recursive"},
+        {2, "find ~ -prune -execdir rm -rf {} +", D, "floor.rm-home"}, /* {} is ~ itself */
+        {2, "find / -prune -delete", D, "floor.rm-root"},
         {2, "find . -ok reboot \\;", D, "floor.power"},
         {2, "find . -okdir sh -c 'rm -rf ~' \\;", D, "floor.rm-home"},
         /* {} is each file find reaches below its start, not the start itself */
