@@ -632,10 +632,41 @@ h_systemd_run(struct eval *ev, int k, const struct word *av, size_t ac)
         return command_or_shell(ev, k, r.stop, ac, "systemd-run");
 }
 
+/* capsh [OPTS] -- ARGS: ARGS are bash's (--shell=PATH names another shell). */
+static int
+h_capsh(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        const char *sh = "bash";
+
+        for (size_t i = 1; i < ac; i++) {
+                if (!strncmp(av[i].s, "--shell=", 8))
+                        sh = av[i].s + 8;
+                if (strcmp(av[i].s, "--"))
+                        continue;
+                struct word *v = arena_alloc(&ev->ar, (ac - i) * sizeof(*v));
+                v[0] = analyze_word(&av[i], sh);
+                memcpy(v + 1, av + i + 1, (ac - i - 1) * sizeof(*v));
+                analyze_view(ev, k, v, ac - i, 1);
+                return 0;
+        }
+        return 0;
+}
+
+/* nix-shell … --run CMD / --command CMD: CMD runs in a shell. */
+static int
+h_nix_shell(struct eval *ev, int k, const struct word *av, size_t ac)
+{
+        for (size_t i = 1; i + 1 < ac; i++)
+                if (!strcmp(av[i].s, "--run") || !strcmp(av[i].s, "--command"))
+                        carrier_payload(ev, k, &av[i + 1], "nix-shell --run");
+        return 0;
+}
+
 static const struct cmd cmds[] = {
         {"builtin", h_simple},
         {"busybox", h_multicall},
         {"caffeinate", h_simple},
+        {"capsh", h_capsh},
         {"catchsegv", h_simple},
         {"chroot", h_simple},
         {"chrt", h_simple},
@@ -649,6 +680,7 @@ static const struct cmd cmds[] = {
         {"ionice", h_simple},
         {"ltrace", h_simple},
         {"nice", h_nice},
+        {"nix-shell", h_nix_shell},
         {"nohup", h_simple},
         {"nsenter", h_simple},
         {"proxychains", h_simple},
