@@ -635,6 +635,10 @@ static const char *const kill_badblocks[] = {"-w", NULL};
 static const char *const kill_dmsetup[] = {"wipe_table", "remove_all", "clear", NULL};
 static const char *const kill_zpool[] = {"destroy", "labelclear", "create", NULL};
 static const char *const ro_wipe_needs[] = {"-a", "--all", "-o", "--offset", NULL};
+static const char *const ro_resize[] = {"-P", NULL};
+static const char *const ro_fsck[] = {"-n", "-N", "--help", "-V", NULL};
+static const char *const ro_tune[] = {"-l", NULL};
+static const char *const kill_debugfs[] = {"-w", NULL};
 static const char *const none[] = {NULL};
 
 static const struct disk_tool disk_tools[] = {
@@ -642,8 +646,16 @@ static const struct disk_tool disk_tools[] = {
         {"blkdiscard", none, NULL, "floor.wipe-dev"},
         {"cfdisk", ro_list, NULL, "floor.wipe-dev"},
         {"cryptsetup", ro_crypt, kill_crypt, "floor.wipe-dev"},
+        {"debugfs", none, kill_debugfs, "floor.wipe-dev"},
         {"dmsetup", none, kill_dmsetup, "floor.wipe-dev"},
+        {"e2fsck", ro_fsck, NULL, "sys.admin"},
         {"fdisk", ro_list, NULL, "floor.wipe-dev"},
+        {"fsck", ro_fsck, NULL, "sys.admin"},
+        {"fsck.ext2", ro_fsck, NULL, "sys.admin"},
+        {"fsck.ext3", ro_fsck, NULL, "sys.admin"},
+        {"fsck.ext4", ro_fsck, NULL, "sys.admin"},
+        {"fsck.fat", ro_fsck, NULL, "sys.admin"},
+        {"fsck.vfat", ro_fsck, NULL, "sys.admin"},
         {"gdisk", ro_list, NULL, "floor.wipe-dev"},
         {"hdparm", ro_hdparm, kill_hdparm, "floor.wipe-dev"},
         {"lvremove", none, NULL, "floor.wipe-dev"},
@@ -652,11 +664,14 @@ static const struct disk_tool disk_tools[] = {
         {"parted", ro_list, NULL, "floor.wipe-dev"},
         {"pvcreate", none, NULL, "floor.wipe-dev"},
         {"pvremove", none, NULL, "floor.wipe-dev"},
+        {"resize2fs", ro_resize, NULL, "floor.wipe-dev"}, /* shrinking drops what is beyond */
         {"sfdisk", ro_sfdisk, NULL, "floor.wipe-dev"},
         {"sg_format", none, NULL, "floor.wipe-dev"},
         {"sgdisk", ro_list, NULL, "floor.wipe-dev"},
+        {"tune2fs", ro_tune, NULL, "sys.admin"},
         {"vgremove", none, NULL, "floor.wipe-dev"},
         {"wipefs", ro_wipefs, ro_wipe_needs, "floor.wipe-dev"},
+        {"xfs_repair", ro_fsck, NULL, "sys.admin"},
         {"zpool", none, kill_zpool, "floor.wipe-dev"},
 };
 
@@ -704,7 +719,7 @@ h_disk(struct eval *ev, int k, const struct word *av, size_t ac)
                 return 0;
         }
         if (!strcmp(n, "blkdiscard") || !strcmp(n, "lvremove") || !strcmp(n, "vgremove") ||
-            !strcmp(n, "pvremove") || !strcmp(n, "zpool")) {
+            !strcmp(n, "pvremove") || !strcmp(n, "zpool") || !strcmp(n, "dmsetup")) {
                 /* these only ever work on devices and volumes */
                 analyze_add(ev, k, t->floor, analyze_join(ev, av, ac), n);
                 return 0;
@@ -937,15 +952,23 @@ static const struct cmd cmds[] = {
         {"cryptsetup", h_disk},
         {"date", h_date},
         {"dbus-send", h_dbus_send},
+        {"debugfs", h_disk},
         {"delgroup", h_admin},
         {"deluser", h_admin},
         {"depmod", h_admin},
         {"dmsetup", h_disk},
         {"dnf", h_pkg},
         {"dpkg", h_pkg},
+        {"e2fsck", h_disk},
         {"ebtables", h_admin},
         {"fdisk", h_disk},
         {"firewall-cmd", h_admin},
+        {"fsck", h_disk},
+        {"fsck.ext2", h_disk},
+        {"fsck.ext3", h_disk},
+        {"fsck.ext4", h_disk},
+        {"fsck.fat", h_disk},
+        {"fsck.vfat", h_disk},
         {"gdbus", h_dbus_send},
         {"gdisk", h_disk},
         {"gem", h_pkg},
@@ -1012,6 +1035,7 @@ static const struct cmd cmds[] = {
         {"quotaoff", h_admin},
         {"quotaon", h_admin},
         {"reboot", h_power},
+        {"resize2fs", h_disk},
         {"rmmod", h_admin},
         {"route", h_admin},
         {"rtcwake", h_power},
@@ -1030,6 +1054,7 @@ static const struct cmd cmds[] = {
         {"systemctl", h_systemctl},
         {"telinit", h_power},
         {"timedatectl", h_admin},
+        {"tune2fs", h_disk},
         {"ufw", h_admin},
         {"umount", h_admin},
         {"update-alternatives", h_admin},
@@ -1041,6 +1066,7 @@ static const struct cmd cmds[] = {
         {"vipw", h_admin},
         {"visudo", h_admin},
         {"wipefs", h_disk},
+        {"xfs_repair", h_disk},
         {"yarn", h_pkg},
         {"yum", h_pkg},
         {"zpool", h_disk},
