@@ -485,6 +485,7 @@ analyze_view(struct eval *ev, int k, const struct word *av, size_t ac, int peel)
                 }
                 if (!ev->no_file_rules)
                         rulesfile_match(ev, k, av, ac);
+                infra_check(ev, k, av, ac);
                 cmd_fn fn = analyze_lookup(name);
                 if (!fn) {
                         unknown_wrapper(ev, k, av, ac, name);

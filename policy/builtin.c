@@ -78,6 +78,8 @@ static const struct builtin_rule rules[] = {
         {"proc.kill", A, 0, "kills processes by name or with SIGKILL"},
         {"priv.sudo-stdin", A, NA, "sudo reads a password from a stream"},
         {"pkg.remove", A, 0, "uninstalls packages"},
+        {"infra.destroy", A, 0,
+         "deletes infrastructure or data through a service (containers, cluster, cloud, database)"},
         {"sql.destructive", A, 0, "destructive SQL (DROP, TRUNCATE, DELETE without WHERE)"},
         {"container.invalid", D, 0, "the spec cannot be judged (see the error naming the field)"},
         {"container.cli-unknown", A, NA,

@@ -18,6 +18,8 @@
  *   embed.c    tools whose options or scripts run programs (awk, sed, sqlite3, vim, gdb, …)
  *   git.c      git: global options, config injection, transports, subcommand rules
  *   fsops.c    deletes, copies, permission changes, in-place edits, downloads
+ *   infra.c    infrastructure and data deleted through a service (docker prune, kubectl
+ *              delete, terraform destroy, cloud CLIs, redis FLUSHALL)
  *   rewrite.c  tools that replace or delete the files they are given: compressors, output
  *              operands (uniq IN OUT), converters, srm/wipe/trash, setfacl, zip -m, 7z -sdel
  *   system.c   signals, power, disks and devices, system administration
@@ -467,6 +469,11 @@ void rescan_argv(struct eval *ev, char *const *argv, size_t argc);
 void fsops_delete_tree(struct eval *ev, int k, const struct word *w, const char *all);
 /* An archive extracted into dir (NULL: the cwd; absolute: its names may be anywhere). */
 void fsops_extract(struct eval *ev, int k, const struct word *dir, bool absolute, const char *all);
+/* Whether av has pat's words in order after its name pat[0] (at most n; "x*" a prefix,
+ * "*x*" a substring, any case). */
+bool analyze_has_words(const struct word *av, size_t ac, const char *const *pat, size_t n);
+/* infra.destroy for commands that delete infrastructure or data through a service. */
+void infra_check(struct eval *ev, int k, const struct word *av, size_t ac);
 /* zip -m/--move ARCHIVE PATHS: the paths are deleted once archived. */
 void rewrite_zip_move(struct eval *ev, int k, const struct word *av, size_t ac);
 /* A copy of src into the directory dest (merge: src's whole tree, names unknown). */

@@ -585,18 +585,9 @@ static const char *const secret_cmds[][4] = {
 static const char *
 secret_command(struct eval *ev, const struct unit *u)
 {
-        const char *n = u->argc ? analyze_unit_name(ev, u) : "";
-
-        for (size_t c = 0; c < ARRAY_SIZE(secret_cmds); c++) {
-                if (strcmp(secret_cmds[c][0], n))
-                        continue;
-                size_t w = 1;
-                for (size_t a = 1; a < u->argc && w < 4 && secret_cmds[c][w]; a++)
-                        if (!strcmp(u->argv[a].s, secret_cmds[c][w]))
-                                w++;
-                if (w == 4 || !secret_cmds[c][w])
+        for (size_t c = 0; c < ARRAY_SIZE(secret_cmds); c++)
+                if (analyze_has_words(u->argv, u->argc, secret_cmds[c], ARRAY_SIZE(secret_cmds[c])))
                         return analyze_join(ev, u->argv, u->argc);
-        }
         return NULL;
 }
 
