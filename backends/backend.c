@@ -2,6 +2,8 @@
 #include "backends/backend.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,46 @@ static const struct backend_ops *const backend_table[] = {
         &daytona_backend_ops,
         NULL,
 };
+
+/* Whether a comma/space list of user names or uids (or group names or gids) names id. */
+static bool
+backend_list_has(const char *list, unsigned id, bool groups)
+{
+        char *copy = xstrdup(list), *save = NULL, *tok;
+        bool hit = false;
+
+        for (tok = strtok_r(copy, " ,", &save); tok && !hit; tok = strtok_r(NULL, " ,", &save)) {
+                char *end;
+                unsigned long n = strtoul(tok, &end, 10);
+                if (!strcmp(tok, "*"))
+                        hit = true;
+                else if (!*end && end != tok)
+                        hit = n == id;
+                else if (groups) {
+                        struct group *g = getgrnam(tok);
+                        hit = g && g->gr_gid == id;
+                } else {
+                        struct passwd *pw = getpwnam(tok);
+                        hit = pw && pw->pw_uid == id;
+                }
+        }
+        free(copy);
+        return hit;
+}
+
+/* Whether who's uid is in users, or its gid or one of its groups in groups (either may be NULL). */
+bool
+backend_identity_listed(const char *users, const char *groups, const struct backend_identity *who)
+{
+        if (users && backend_list_has(users, who->uid, false))
+                return true;
+        if (groups && backend_list_has(groups, who->gid, true))
+                return true;
+        for (size_t i = 0; groups && i < who->ngroups; i++)
+                if (backend_list_has(groups, who->groups[i], true))
+                        return true;
+        return false;
+}
 
 static bool
 backend_key_listed(const char *const *keys, const char *key)

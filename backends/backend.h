@@ -407,6 +407,11 @@ void backend_config_tally_error(struct backend_config_tally *t, const char *key,
         "ask_isolated", "drain_grace_ms", "file_timeout_ms", "config_file", "state_dir",           \
                 "daemon_socket", "instance"
 
+/* Whether who's uid is in users or its gid or a supplementary group in groups: comma/blank
+ * lists of names or numbers, "*" for anyone; either list may be NULL. */
+bool backend_identity_listed(const char *users, const char *groups,
+                             const struct backend_identity *who);
+
 /* What a backend built (real), judged again by the built-in policy, must not be stricter than
  * what was judged (requested); both sandbox.create-shaped. Else -EPERM with err set (-32001,
  * data {verdict, resolution, findings}, message what). *host_access (may be NULL): real's. */

@@ -11,9 +11,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -167,32 +165,6 @@ ssh_host_from_entry(const char *name, json_t *entry, struct ssh_host *h, struct 
         return 0;
 }
 
-/* Whether a comma/space list of user names or uids (or group names or gids) names id. */
-static bool
-ssh_list_has(const char *list, unsigned id, bool groups)
-{
-        char *copy = xstrdup(list), *save = NULL, *tok;
-        bool hit = false;
-
-        for (tok = strtok_r(copy, " ,", &save); tok && !hit; tok = strtok_r(NULL, " ,", &save)) {
-                char *end;
-                unsigned long n = strtoul(tok, &end, 10);
-                if (!strcmp(tok, "*"))
-                        hit = true;
-                else if (!*end && end != tok)
-                        hit = n == id;
-                else if (groups) {
-                        struct group *g = getgrnam(tok);
-                        hit = g && g->gr_gid == id;
-                } else {
-                        struct passwd *pw = getpwnam(tok);
-                        hit = pw && pw->pw_uid == id;
-                }
-        }
-        free(copy);
-        return hit;
-}
-
 /* Whether owner may use the entry. */
 static bool
 ssh_entry_allows(json_t *entry, const struct backend_identity *owner)
@@ -202,14 +174,7 @@ ssh_entry_allows(json_t *entry, const struct backend_identity *owner)
 
         if (!users && !groups)
                 return owner->uid == 0 || owner->uid == geteuid();
-        if (users && ssh_list_has(users, owner->uid, false))
-                return true;
-        if (groups && ssh_list_has(groups, owner->gid, true))
-                return true;
-        for (size_t i = 0; groups && i < owner->ngroups; i++)
-                if (ssh_list_has(groups, owner->groups[i], true))
-                        return true;
-        return false;
+        return backend_identity_listed(users, groups, owner);
 }
 
 /* The configured entry names, for messages (new). */
