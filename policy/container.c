@@ -160,7 +160,8 @@ spec_network(struct cjudge *j, json_t *net)
         }
 }
 
-/* docker: {host_config} — nothing else of the section reaches Docker. */
+/* docker: {host_config, user} — nothing else of the section reaches Docker. user (Config.User)
+ * is the backend's to judge: it knows the caller and whether dockerd remaps users. */
 static void
 spec_docker(struct cjudge *j, json_t *sec)
 {
@@ -170,14 +171,19 @@ spec_docker(struct cjudge *j, json_t *sec)
         if (!sec)
                 return;
         if (!json_is_object(sec)) {
-                cj_invalid(j, "docker", "must be an object {\"host_config\": {...}}");
+                cj_invalid(j, "docker", "must be an object {\"host_config\": {...}, \"user\": …}");
                 return;
         }
         json_object_foreach(sec, key, v)
         {
-                if (strcmp(key, "host_config") != 0) {
+                if (!strcmp(key, "user")) {
+                        if (!json_is_string(v) || !json_string_length(v))
+                                cj_invalid(j, "docker.user",
+                                           "must be a user for the container: \"UID[:GID]\" or "
+                                           "a name in the image");
+                } else if (strcmp(key, "host_config") != 0) {
                         cj_invalid(j, cj_fmt(j, "docker.%s", key),
-                                   "not a field of the docker section (only host_config)");
+                                   "not a field of the docker section (host_config, user)");
                 } else if (!json_is_object(v) && !json_is_null(v)) {
                         cj_invalid(j, "docker.host_config", "must be an object");
                 } else if (json_is_object(v)) {

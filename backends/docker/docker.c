@@ -239,6 +239,7 @@ docker_sandbox_unref(struct backend_sandbox *sb)
         free(sb->cid);
         free(sb->name);
         free(sb->workdir);
+        free(sb->user);
         free(sb->image);
         free(sb->state);
         json_decref(sb->tmpfs);

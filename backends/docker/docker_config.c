@@ -33,6 +33,8 @@ static const char *const docker_config_keys[] = {
         "recreate",
         "unchecked_host_config_fields",
         "volume_drivers",
+        "root_users",
+        "root_groups",
         NULL,
 };
 
@@ -184,6 +186,8 @@ docker_config_free(struct docker_state *d)
         free(d->runtime);
         free(d->agent);
         free(d->agent_note);
+        free(d->root_users);
+        free(d->root_groups);
 }
 
 /* agent = PATH | off; unset: next to the daemon's binary, then SANDBOXD_LIBEXECDIR. */
@@ -261,6 +265,8 @@ docker_cfg_strings(json_t *config, struct docker_state *d, struct sbx_error *err
         d->tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
         d->instance = docker_cfg_str(config, "instance", NULL, NULL);
         d->runtime = docker_cfg_str(config, "runtime", NULL, NULL);
+        d->root_users = docker_cfg_str(config, "root_users", NULL, NULL);
+        d->root_groups = docker_cfg_str(config, "root_groups", NULL, NULL);
         return 0;
 }
 

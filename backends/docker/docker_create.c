@@ -35,6 +35,7 @@ docker_create_free(struct docker_create *c)
         json_decref(c->requested);
         json_decref(c->layers);
         json_decref(c->enforced);
+        docker_user_free(c);
         buf_free(&c->line);
         free(c->pull_error);
         sbx_error_clear(&c->err);
@@ -101,6 +102,7 @@ docker_create_done(struct docker_create *c)
         info.enforced = c->enforced;
         info.details = json_pack("{s:s,s:s}", "container_id", sb->cid, "container_name",
                                  sb->name ? sb->name : "");
+        docker_user_details(sb, info.details);
         info.runtime_dir = DOCKER_STATE_DIR;
         c->cb(c->ctx, sb, &info, NULL);
         json_decref(info.details);
@@ -135,7 +137,7 @@ docker_create_agent_ready(struct docker_create *c, const char *error)
 }
 
 /* A cancelled create stops at its next step (its container, if any, is removed). */
-static bool
+bool
 docker_create_cancelled(struct docker_create *c)
 {
         if (!c->cancelled)
@@ -235,11 +237,12 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
         }
         free(c->sb->workdir);
         c->sb->workdir = xstrdup(wd && *wd ? wd : "/");
+        docker_note_user(c->sb, body);
         docker_note_tmpfs(c->sb, body);
         docker_launch(c);
 }
 
-static void
+void
 docker_inspect_created(struct docker_create *c)
 {
         char *path = xasprintf("/containers/%s/json", c->sb->cid);
@@ -266,7 +269,7 @@ docker_created_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
                 docker_create_fail_call(c, "create container", status, body, terr);
                 return;
         }
-        docker_inspect_created(c);
+        docker_user_prepare(c);
 }
 
 static void
@@ -459,7 +462,6 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
               backend_create_cb cb)
 {
         struct docker_create *c = xcalloc(1, sizeof(*c));
-        char *q, *path;
 
         c->ctx = ctx;
         c->cb = cb;
@@ -483,13 +485,23 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
                 docker_create_fail(c);
                 return;
         }
+        c->sb->unprivileged = docker_user_unprivileged(spec->owner);
         c->body = docker_body(c, spec, &c->err);
         if (!c->body) {
                 docker_create_fail(c);
                 return;
         }
-        q = http_escape(c->image);
-        path = xasprintf("/images/%s/json", q);
+        docker_user_note(c, spec);
+        docker_user_decide(c);
+}
+
+/* The image the container is made from: inspected, pulled when missing. */
+void
+docker_create_image(struct docker_create *c)
+{
+        char *q = http_escape(c->image);
+        char *path = xasprintf("/images/%s/json", q);
+
         if (docker_call("GET", path, NULL, NULL, 0, NULL, docker_image_cb, c) < 0) {
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);

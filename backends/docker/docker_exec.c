@@ -364,7 +364,7 @@ dx_create_body(struct dx_proc *p, const struct exec_spec *spec)
                 json_object_set_new(body, "Env", dx_strv(spec->envp));
         if (p->helper) {
                 json_object_set_new(body, "WorkingDir", json_string("/"));
-                json_object_set_new(body, "User", json_string("0"));
+                json_object_set_new(body, "User", json_string(docker_user_helper(p->sb)));
         }
         return body;
 }

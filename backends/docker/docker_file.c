@@ -3,7 +3,9 @@
  * The archive API (GET/PUT /containers/{id}/archive, tar) is the main path. Docker's archive
  * code works on the container's root filesystem and does not see tmpfs mounts (a write to /tmp
  * lands in the layer underneath and is invisible inside), so paths on a tmpfs, and appends, go
- * through a helper exec (cat with stdin / tail | head) instead.
+ * through a helper exec (cat with stdin / tail | head) instead, and so does every file of an
+ * owner that is not root: the archive API reads and writes as host root, the helper as the
+ * container's user (docker_user.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -221,7 +223,8 @@ docker_fread_judged_cb(void *op, const struct sbx_error *deny)
                 docker_fread_deliver(r, deny);
                 return;
         }
-        if (!docker_file_on_tmpfs(r->sb, r->path)) {
+        /* dockerd's archive API reads as host root: not for an owner that is not root. */
+        if (!r->sb->unprivileged && !docker_file_on_tmpfs(r->sb, r->path)) {
                 docker_fread_start(r);
                 return;
         }
@@ -393,7 +396,8 @@ docker_file_write(struct backend_sandbox *sb, const struct backend_file_write *f
         w->cb = cb;
         w->append = fw->append;
         w->mkdir = fw->mkdir;
-        w->helper = fw->append || docker_file_on_tmpfs(sb, fw->path);
+        /* The archive API writes as host root: an owner that is not root writes as itself. */
+        w->helper = fw->append || sb->unprivileged || docker_file_on_tmpfs(sb, fw->path);
         if (fw->mode >= 0)
                 snprintf(w->mode, sizeof(w->mode), "%o", mode);
         else

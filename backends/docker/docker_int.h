@@ -1,6 +1,7 @@
 /* docker_int.h — private to the docker backend (backends/docker/): docker.c (API calls,
  * events, probe, the vtable), docker_config.c, docker_create.c, docker_spec.c, docker_adopt.c,
- * docker_facts.c, docker_exec.c, docker_attach.c, docker_hijack.c, docker_file.c, docker_tar.c.
+ * docker_facts.c, docker_user.c, docker_exec.c, docker_attach.c, docker_hijack.c, docker_file.c,
+ * docker_tar.c.
  *
  * Loop thread only. The backend keeps one process-wide state (struct docker_state) holding the
  * configuration, the shared HTTP multi handle and the list of live sandboxes.
@@ -42,6 +43,9 @@ struct docker_state {
         char *agent;      /* realpath of sandboxd-agent, NULL: every exec is a `docker exec` */
         char *agent_note; /* why there is no agent, for backend.list */
         unsigned agent_ping_ms, agent_link_timeout_ms, agent_reconnect_ms; /* 0: defaults */
+        /* Callers that are not root but may have root in the container (docker_user.c):
+         * comma/blank lists, NULL for none. */
+        char *root_users, *root_groups;
         struct list sandboxes;
         struct http_req *events;
         struct buf events_buf;
@@ -74,6 +78,10 @@ struct backend_sandbox {
         struct buf dead_pidfiles; /* space-separated pid files to remove on the next helper */
         unsigned ndead;
         bool use_agent; /* the container runs sandboxd-agent (label sandboxd.agent) */
+        /* The owner is neither root nor the daemon's uid: helpers run as the container's user
+         * (user), and files are read and written by them, never by dockerd as root. */
+        bool unprivileged;
+        char *user; /* the container's Config.User as inspected ("": the image's, root) */
         struct agent_session *session;  /* its session; NULL until the first use */
         struct docker_create *creating; /* the create waiting for the agent's first READY */
         const struct backend_upcalls *up;
@@ -188,6 +196,7 @@ struct docker_create {
         bool want_start;  /* agent mode: start once the attach is open (`docker start -a`) */
         bool starting;    /* the start call is in flight */
         bool agent_early; /* the agent answered (or failed: agent_error) before the start did */
+        struct docker_owner *owner; /* who the container runs as (docker_user.c) */
         char *agent_error;
         struct list link;      /* in docker_creates while its cb is pending */
         struct http_req *pull; /* the image pull in flight */
@@ -229,6 +238,34 @@ int docker_check_policy(struct docker_create *c, json_t *insp);
 /* Records sb's tmpfs targets from its inspect (insp borrowed). */
 void docker_note_tmpfs(struct backend_sandbox *sb, json_t *insp);
 
+/* docker_user.c: who the container runs as. */
+/* Notes what c needs later from spec (borrowed, only valid now): the owner, and what the spec
+ * asks about the container's user. */
+void docker_user_note(struct docker_create *c, const struct sandbox_spec *spec);
+/* Decides who c's container runs as (asking dockerd whether it remaps users when the owner is
+ * not root) and fits c->body to it, then goes on with docker_create_image(c); fails c when the
+ * spec asks for a user or capabilities the owner may not have. */
+void docker_user_decide(struct docker_create *c);
+/* After the container is made: gives the owner its working directory when that is in the
+ * image's filesystem, then goes on with docker_inspect_created(c). */
+void docker_user_prepare(struct docker_create *c);
+/* Frees c->owner. */
+void docker_user_free(struct docker_create *c);
+/* Whether owner (may be NULL: the daemon itself) is neither root nor the daemon's own uid. */
+bool docker_user_unprivileged(const struct backend_identity *owner);
+/* The user a helper exec of sb runs as: root for a privileged owner, else the container's. */
+const char *docker_user_helper(const struct backend_sandbox *sb);
+/* Records sb's Config.User from its inspect (insp borrowed). */
+void docker_note_user(struct backend_sandbox *sb, json_t *insp);
+/* Adds user (Config.User), uid and gid (when numeric) to a sandbox's details (d borrowed). */
+void docker_user_details(const struct backend_sandbox *sb, json_t *d);
+
+/* docker_create.c: the steps docker_user.c goes on with. */
+void docker_create_image(struct docker_create *c);
+void docker_inspect_created(struct docker_create *c);
+/* Whether c was cancelled; if so it is failed (-32006 {state: "cancelled"}) and freed. */
+bool docker_create_cancelled(struct docker_create *c);
+
 /* docker_adopt.c: backend_ops entries. */
 json_t *docker_save(struct backend_sandbox *bsb);
 void docker_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend_create_cb cb);
@@ -252,7 +289,8 @@ void docker_create_attached(struct docker_create *c);
 /* Helper execs: a small command in the container whose output is collected. */
 typedef void (*docker_helper_cb)(void *ctx, int exit_code, const char *out, size_t len,
                                  const struct sbx_error *err);
-/* Runs argv (borrowed) as root in sb with optional stdin; cb gets stdout (stderr discarded). */
+/* Runs argv (borrowed) in sb with optional stdin, as root — as the container's user when the
+ * owner is not root (docker_user_helper) —; cb gets stdout (stderr discarded). */
 void docker_helper(struct backend_sandbox *sb, char *const *argv, const void *in, size_t inlen,
                    void *ctx, docker_helper_cb cb);
 
@@ -283,6 +321,8 @@ struct docker_tar_entry {
 /* Appends a regular-file entry (GNU long name when > 100 bytes) and its padded data. */
 void docker_tar_file(struct buf *out, const char *name, unsigned mode, const void *data,
                      size_t len);
+/* Appends a directory entry owned by uid:gid. */
+void docker_tar_dir(struct buf *out, const char *name, unsigned mode, unsigned uid, unsigned gid);
 /* Appends the two zero blocks that end an archive. */
 void docker_tar_end(struct buf *out);
 

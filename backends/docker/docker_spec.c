@@ -271,6 +271,10 @@ docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx
                          "Labels", docker_labels(spec), "HostConfig", hc);
         if (spec->workdir)
                 json_object_set_new(body, "WorkingDir", json_string(spec->workdir));
+        /* docker.user: whom the container runs as; docker_user.c decides whether the owner
+         * may name it. */
+        if (json_is_string(v = json_object_get(spec->section, "user")))
+                json_object_set(body, "User", v);
         c->requested = docker_requested(hc);
         docker_label_volumes(json_object_get(hc, "Mounts"), spec);
         if (docker.agent)

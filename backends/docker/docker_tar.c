@@ -15,7 +15,8 @@ docker_tar_octal(char *field, size_t width, uint64_t v)
 }
 
 static void
-docker_tar_header(struct buf *out, const char *name, char type, unsigned mode, uint64_t size)
+docker_tar_header(struct buf *out, const char *name, char type, unsigned mode, uint64_t size,
+                  unsigned uid, unsigned gid)
 {
         unsigned char h[512];
         unsigned sum = 0;
@@ -23,8 +24,8 @@ docker_tar_header(struct buf *out, const char *name, char type, unsigned mode, u
         memset(h, 0, sizeof(h));
         memcpy(h, name, MIN(strlen(name), 100));
         docker_tar_octal((char *) h + 100, 8, mode & 07777);
-        docker_tar_octal((char *) h + 108, 8, 0);
-        docker_tar_octal((char *) h + 116, 8, 0);
+        docker_tar_octal((char *) h + 108, 8, uid);
+        docker_tar_octal((char *) h + 116, 8, gid);
         docker_tar_octal((char *) h + 124, 12, size);
         docker_tar_octal((char *) h + 136, 12, util_wall_ms() / 1000);
         memset(h + 148, ' ', 8);
@@ -48,18 +49,33 @@ docker_tar_data(struct buf *out, const void *data, size_t len)
                 buf_append(out, zero, 512 - len % 512);
 }
 
-/* Appends one regular file entry. */
-void
-docker_tar_file(struct buf *out, const char *name, unsigned mode, const void *data, size_t len)
+/* One entry (GNU long name when > 100 bytes), then its padded data. */
+static void
+docker_tar_entry(struct buf *out, const char *name, char type, unsigned mode, unsigned uid,
+                 unsigned gid, const void *data, size_t len)
 {
         size_t nlen = strlen(name);
 
         if (nlen > 100) {
-                docker_tar_header(out, "././@LongLink", 'L', 0644, nlen + 1);
+                docker_tar_header(out, "././@LongLink", 'L', 0644, nlen + 1, 0, 0);
                 docker_tar_data(out, name, nlen + 1);
         }
-        docker_tar_header(out, name, '0', mode, len);
+        docker_tar_header(out, name, type, mode, len, uid, gid);
         docker_tar_data(out, data, len);
+}
+
+/* Appends one regular file entry. */
+void
+docker_tar_file(struct buf *out, const char *name, unsigned mode, const void *data, size_t len)
+{
+        docker_tar_entry(out, name, '0', mode, 0, 0, data, len);
+}
+
+/* Appends one directory entry owned by uid:gid. */
+void
+docker_tar_dir(struct buf *out, const char *name, unsigned mode, unsigned uid, unsigned gid)
+{
+        docker_tar_entry(out, name, '5', mode, uid, gid, "", 0);
 }
 
 /* Appends the end-of-archive marker. */

@@ -6,15 +6,19 @@ so each way to the host must be a DENY (or a -32602 for a field that cannot be j
 no container may be left behind. Needs root (to be a second uid) and dockerd with the test
 image (tests/docker/setup.sh); without dockerd it fails, it never skips for that.
 """
+import base64
+import ctypes
 import json
 import os
+import pwd
 import subprocess
 import tempfile
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, class_resource, needs_root
+from harness import SANDBOXD, Daemon, RpcError, needs_root
 from test_identity import NOBODY, as_nobody
-from test_docker import IMAGE, config, docker, docker_api, require_docker, stop_removing_containers
+from test_docker import (IMAGE, config, docker, docker_api, remove_instance_containers,
+                         require_docker)
 
 
 def rules(error):
@@ -33,17 +37,24 @@ class UnprivilegedEscapes(unittest.TestCase):
         cls.rootvol = tag + "-rootvol"
         # Another container that sees / (made by root, not through the daemon) and a local
         # volume bound to /: both exist on the host before the attacker asks.
-        # Class cleanups: they go whatever fails later (the shared dockerd keeps nothing).
-        class_resource(cls, docker, "create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE,
-                       "true", stop=lambda _: docker("rm", "-f", cls.helper, check=False))
-        class_resource(cls, docker, "volume", "create", "-o", "type=none", "-o", "o=bind", "-o",
-                       "device=/", cls.rootvol,
-                       stop=lambda _: docker("volume", "rm", "-f", cls.rootvol, check=False))
-        cls.own = class_resource(cls, tempfile.mkdtemp, prefix="sbxesc-own-", stop=os.rmdir)
+        docker("create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE, "true")
+        docker("volume", "create", "-o", "type=none", "-o", "o=bind", "-o", "device=/",
+               cls.rootvol)
+        cls.own = tempfile.mkdtemp(prefix="sbxesc-own-")
         os.chown(cls.own, NOBODY, NOBODY)
-        cls.daemon = class_resource(cls, Daemon, config() + "[daemon]\nallow_users = nobody\n"
-                                    "socket_group = nogroup\n", stop=stop_removing_containers)
+        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
         os.chmod(cls.daemon.dir, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        state = cls.daemon.state
+        try:
+            cls.daemon.stop()
+        finally:
+            remove_instance_containers(state)
+            docker("rm", "-f", cls.helper, check=False)
+            docker("volume", "rm", "-f", cls.rootvol, check=False)
+            os.rmdir(cls.own)
 
     def escapes(self):
         def hc(**fields):
@@ -119,6 +130,13 @@ class UnprivilegedEscapes(unittest.TestCase):
             (hc(Mounts=[{"type": "bind", "source": "/", "target": "/h"}]),
              "=docker.host_config.Mounts[0].type"),
             (hc(Foo=1), "=docker.host_config.Foo"),
+            # a caller that is not root runs as itself (docker_user.c): nothing more
+            ({"docker": {"user": "0"}}, "=docker.user"),
+            ({"docker": {"user": "root"}}, "=docker.user"),
+            ({"docker": {"user": "%d:0" % NOBODY}}, "=docker.user"),
+            (hc(CapAdd=["SETUID", "SETGID"]), "=docker.host_config.CapAdd"),
+            (hc(GroupAdd=["0"]), "=docker.host_config.GroupAdd"),
+            (hc(User="0"), "=docker.host_config.User"),
             # dockerd stat()s blkio paths as root: "no such file" told what /root holds
             (hc(BlkioDeviceReadBps=[{"Path": "/root/.bashrc", "Rate": 1}]),
              "=docker.host_config.BlkioDeviceReadBps[0].Path"),
@@ -163,7 +181,7 @@ class UnprivilegedEscapes(unittest.TestCase):
             for r in res[:-1]:  # the last one is what came unsolicited
                 self.assertIn("result", r, r)
             self.assertFalse(res[0]["result"]["host_access"])
-            self.assertEqual(res[1]["result"]["stdout"], "0\n")
+            self.assertEqual(res[1]["result"]["stdout"], "%d\n" % NOBODY)
             self.assertEqual(res[4]["result"]["stdout"], "hi\n")
             labels = json.loads(docker("volume", "inspect", vol).stdout)[0]["Labels"]
             self.assertEqual(labels["sandboxd.owner"], str(NOBODY))
@@ -226,4 +244,186 @@ class OperatorAdditions(unittest.TestCase):
             self.assertIn("container.runtime", rules({"data": cm.exception.data}))
             c.close()
         finally:
-            stop_removing_containers(d)
+            state = d.state
+            d.stop()
+            remove_instance_containers(state)
+
+
+PROBE_C = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+/* "inotify": takes inotify instances until the kernel says no, says how many, and holds them
+ * (the reviewer's reproducer); else prints the real and the effective uid. */
+int
+main(int argc, char **argv)
+{
+        int n = 0;
+
+        if (argc < 2 || strcmp(argv[1], "inotify") != 0) {
+                printf("%d %d\n", (int) getuid(), (int) geteuid());
+                return 0;
+        }
+        while (inotify_init1(IN_CLOEXEC) >= 0)
+                n++;
+        printf("%d %s\n", n, errno == EMFILE ? "EMFILE" : strerror(errno));
+        fflush(stdout);
+        pause();
+        return 0;
+}
+"""
+
+
+@needs_root("needs root to act as a second uid")
+class RunsAsCaller(unittest.TestCase):
+    """A root daemon without userns-remap: nobody's container runs as nobody, root's as root."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        cls.tag = "sbxuser-%d" % os.getpid()
+        cls.tmp = tempfile.mkdtemp(prefix="sbxuser-")
+        src = os.path.join(cls.tmp, "probe.c")
+        cls.probe = os.path.join(cls.tmp, "probe")
+        with open(src, "w") as f:
+            f.write(PROBE_C)
+        subprocess.run(["cc", "-static", "-Os", "-s", "-o", cls.probe, src], check=True)
+        # an image with a setuid-root copy of the probe (busybox-static has no setuid bit)
+        root = os.path.join(cls.tmp, "root")
+        os.makedirs(os.path.join(root, "bin"))
+        subprocess.run(["cp", subprocess.run(["sh", "-c", "command -v busybox"],
+                                             capture_output=True, text=True,
+                                             check=True).stdout.strip(),
+                        os.path.join(root, "bin/busybox")], check=True)
+        for applet in ("sh", "id", "cat", "grep"):
+            os.symlink("busybox", os.path.join(root, "bin", applet))
+        suid = os.path.join(root, "bin/suid-probe")
+        subprocess.run(["cp", cls.probe, suid], check=True)
+        os.chown(suid, 0, 0)
+        os.chmod(suid, 0o4755)
+        cls.image = cls.tag + ":suid"
+        subprocess.run("tar -C %s -c . | docker import -c 'ENV PATH=/bin' - %s"
+                       % (root, cls.image), shell=True, check=True, capture_output=True)
+        cls.vol = cls.tag + "-vol"
+        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(cls.daemon.dir, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        state = cls.daemon.state
+        try:
+            cls.daemon.stop()
+        finally:
+            remove_instance_containers(state)
+            docker("volume", "rm", "-f", cls.vol, check=False)
+            docker("rmi", "-f", cls.image, check=False)
+            subprocess.run(["rm", "-rf", cls.tmp], check=False)
+
+    def results(self, res):
+        for r in res[:-1]:  # the last one is what came unsolicited
+            self.assertIn("result", r, r)
+        return [r["result"] for r in res[:-1]]
+
+    def test_execs_files_home_and_workdir_are_the_callers(self):
+        home = pwd.getpwuid(NOBODY).pw_dir
+        vol = [{"type": "volume", "source": self.vol, "target": "/data"}]
+        res = self.results(as_nobody(self.daemon.socket, decision="once", calls=[
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "u",
+                                "mounts": vol, "workdir": "/data"}],
+            ["exec", {"sandbox": "u", "command":
+                      'id -u; id -g; echo hi > f; touch "$HOME/h" && echo "$HOME"'}],
+            ["file.write", {"sandbox": "u", "path": "/data/g", "data": "x"}],
+            ["sandbox.get", {"id": "u"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "w",
+                                "workdir": "/work"}],
+            ["exec", {"sandbox": "w", "command": "touch x && pwd"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "h"}],
+            ["exec", {"sandbox": "h", "command": "pwd; touch x && echo ok"}],
+            ["sandbox.destroy", {"id": "u"}],
+            ["sandbox.destroy", {"id": "w"}],
+            ["sandbox.destroy", {"id": "h"}],
+        ]))
+        self.assertEqual(res[1]["stdout"], "%d\n%d\n%s\n" % (NOBODY, NOBODY, home), res[1])
+        details = res[3]["details"]
+        self.assertEqual((details["user"], details["uid"], details["gid"]),
+                         ("%d:%d" % (NOBODY, NOBODY), NOBODY, NOBODY))
+        self.assertEqual(res[5]["stdout"], "/work\n", res[5])
+        self.assertEqual(res[7]["stdout"], "%s\nok\n" % home, res[7])
+        mp = json.loads(docker("volume", "inspect", self.vol).stdout)[0]["Mountpoint"]
+        for name in ("f", "g"):  # the host side of the volume
+            self.assertEqual(os.stat(os.path.join(mp, name)).st_uid, NOBODY, name)
+
+    def test_setuid_root_binary_gives_no_root(self):
+        # the control: without no-new-privileges the bit works for uid nobody
+        control = docker("run", "--rm", "--user", "%d:%d" % (NOBODY, NOBODY), self.image,
+                         "/bin/suid-probe").stdout
+        self.assertEqual(control, "%d 0\n" % NOBODY)
+        res = self.results(as_nobody(self.daemon.socket, decision="once", calls=[
+            ["sandbox.create", {"backend": "docker", "image": self.image, "name": "s"}],
+            ["exec", {"sandbox": "s", "command": "/bin/suid-probe; grep Cap /proc/self/status"}],
+            ["sandbox.destroy", {"id": "s"}],
+        ]))
+        out = res[1]["stdout"].splitlines()
+        self.assertEqual(out[0], "%d %d" % (NOBODY, NOBODY), res[1])
+        self.assertEqual(sorted(set(l.split()[1] for l in out[1:])), ["0000000000000000"],
+                         "no capability in any set: %s" % out)
+
+    def test_inotify_exhaustion_stays_the_callers(self):
+        with open(self.probe, "rb") as f:
+            probe = base64.b64encode(f.read()).decode()
+        wait = "while ! grep -q . n; do :; done; cat n"
+        res = self.results(as_nobody(self.daemon.socket, decision="once", calls=[
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "i",
+                                "workdir": "/work"}],
+            ["file.write", {"sandbox": "i", "path": "/work/probe", "data_base64": probe,
+                            "mode": 0o755}],
+            ["exec", {"sandbox": "i", "command": "./probe inotify > n",
+                      "background": True, "stream": False}],
+            ["exec", {"sandbox": "i", "command": wait}],
+        ]))
+        try:
+            n, why = res[3]["stdout"].split()
+            self.assertGreater(int(n), 0)
+            self.assertEqual(why, "EMFILE")
+            # while the probe holds them, host root can still take one
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(0)
+            self.assertGreaterEqual(fd, 0, os.strerror(ctypes.get_errno()))
+            os.close(fd)
+            running = self.results(as_nobody(self.daemon.socket, calls=[
+                ["process.list", {"sandbox": "i", "state": "running"}]]))[0]
+            self.assertIn(res[2]["exec_id"], [p["exec_id"] for p in running["processes"]])
+        finally:
+            as_nobody(self.daemon.socket, [["sandbox.destroy", {"id": "i"}]])
+
+    def test_roots_sandbox_still_runs_as_root(self):
+        c = self.daemon.client()
+        try:
+            sb = c.call("sandbox.create", {"backend": "docker", "image": IMAGE}, timeout=120)
+            self.assertEqual(sb["details"]["uid"], 0, sb["details"])
+            r = c.call("exec", {"sandbox": sb["id"], "command": "id -u"})
+            self.assertEqual(r["stdout"], "0\n")
+            c.call("sandbox.destroy", {"id": sb["id"]})
+        finally:
+            c.close()
+
+    def test_operator_may_give_root_in_the_container(self):
+        d = Daemon(config("root_users = nobody\n") +
+                   "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(d.dir, 0o755)
+        try:
+            res = self.results(as_nobody(d.socket, decision="once", calls=[
+                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "r",
+                                    "docker": {"user": "0"}}],
+                ["exec", {"sandbox": "r", "command": "id -u"}],
+                ["sandbox.destroy", {"id": "r"}],
+            ]))
+            self.assertEqual(res[0]["details"]["uid"], 0, res[0]["details"])
+            self.assertEqual(res[1]["stdout"], "0\n")
+        finally:
+            state = d.state
+            d.stop()
+            remove_instance_containers(state)

@@ -19,7 +19,7 @@ CLIENT = textwrap.dedent("""
     c = Client(sys.argv[1], timeout=120,
                on_request=(lambda msg: {"decision": decision}) if decision else None)
     out = []
-    for method, params in json.loads(sys.argv[2]):
+    for method, params in json.loads(sys.stdin.read()):
         try:
             out.append({"result": c.call(method, params)})
         except RpcError as e:
@@ -37,8 +37,8 @@ def as_nobody(socket_path, calls, decision=None):
     the harness default, deny)."""
     p = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
                         "--clear-groups", "/usr/bin/python3", "-c", CLIENT, socket_path,
-                        json.dumps(calls), json.dumps(decision)],
-                       capture_output=True, text=True, timeout=600)
+                        "-", json.dumps(decision)],
+                       input=json.dumps(calls), capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("client as nobody failed: %s" % p.stderr)
     return json.loads(p.stdout)

@@ -119,6 +119,12 @@ static const struct scase scases[] = {
         {"{'backend':'docker','network':'bridge'}", A, NULL, ROOT},
         {"{'backend':'docker','network':'weird'}", D, "=network", ROOT},
         {"{'backend':'docker','docker':{'host_config':{},'foo':1}}", D, "=docker.foo", ROOT},
+        /* docker.user is the backend's to judge (docker_user.c): here only its type */
+        {"{'backend':'docker','docker':{'user':'1000:1000'}}", A, NULL, ROOT},
+        {"{'backend':'docker','docker':{'user':''}}", D, "=docker.user", ROOT},
+        {"{'backend':'docker','docker':{'user':0}}", D, "=docker.user", ROOT},
+        {"{'backend':'docker','docker':{'host_config':{'User':'0'}}}", D,
+         "=docker.host_config.User", ROOT},
         /* found by fuzz_container: top-level keys are exact, an unknown one is not ignored */
         {"{'backend':'docker','Mounts':[{'type':'bind','source':'/','target':'/h'}]}", D, "=Mounts",
          ROOT},
