@@ -21,6 +21,23 @@ from test_docker import (IMAGE, config, docker, docker_api, remove_instance_cont
                          require_docker)
 
 
+def nobody_daemon(extra="", state_dir=None):
+    """A root daemon (docker section lines in extra) that nobody may use too."""
+    d = Daemon(config(extra) + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n",
+               state_dir=state_dir)
+    os.chmod(d.dir, 0o755)
+    return d
+
+
+def stop_and_clean(daemon):
+    """Stops daemon and removes any container of its instance."""
+    state = daemon.state
+    try:
+        daemon.stop()
+    finally:
+        remove_instance_containers(state)
+
+
 def rules(error):
     return [f["rule"] for f in (error.get("data") or {}).get("findings", [])]
 
@@ -42,16 +59,13 @@ class UnprivilegedEscapes(unittest.TestCase):
                cls.rootvol)
         cls.own = tempfile.mkdtemp(prefix="sbxesc-own-")
         os.chown(cls.own, NOBODY, NOBODY)
-        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
-        os.chmod(cls.daemon.dir, 0o755)
+        cls.daemon = nobody_daemon()
 
     @classmethod
     def tearDownClass(cls):
-        state = cls.daemon.state
         try:
-            cls.daemon.stop()
+            stop_and_clean(cls.daemon)
         finally:
-            remove_instance_containers(state)
             docker("rm", "-f", cls.helper, check=False)
             docker("volume", "rm", "-f", cls.rootvol, check=False)
             os.rmdir(cls.own)
@@ -308,16 +322,13 @@ class RunsAsCaller(unittest.TestCase):
         subprocess.run("tar -C %s -c . | docker import -c 'ENV PATH=/bin' - %s"
                        % (root, cls.image), shell=True, check=True, capture_output=True)
         cls.vol = cls.tag + "-vol"
-        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
-        os.chmod(cls.daemon.dir, 0o755)
+        cls.daemon = nobody_daemon()
 
     @classmethod
     def tearDownClass(cls):
-        state = cls.daemon.state
         try:
-            cls.daemon.stop()
+            stop_and_clean(cls.daemon)
         finally:
-            remove_instance_containers(state)
             docker("volume", "rm", "-f", cls.vol, check=False)
             docker("rmi", "-f", cls.image, check=False)
             subprocess.run(["rm", "-rf", cls.tmp], check=False)
@@ -411,9 +422,7 @@ class RunsAsCaller(unittest.TestCase):
             c.close()
 
     def test_operator_may_give_root_in_the_container(self):
-        d = Daemon(config("root_users = nobody\n") +
-                   "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
-        os.chmod(d.dir, 0o755)
+        d = nobody_daemon("root_users = nobody\n")
         try:
             res = self.results(as_nobody(d.socket, decision="once", calls=[
                 ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "r",
@@ -424,6 +433,29 @@ class RunsAsCaller(unittest.TestCase):
             self.assertEqual(res[0]["details"]["uid"], 0, res[0]["details"])
             self.assertEqual(res[1]["stdout"], "0\n")
         finally:
-            state = d.state
+            stop_and_clean(d)
+
+    def test_restart_keeps_the_uid(self):
+        state = tempfile.mkdtemp(prefix="sbxuser-state-", dir=self.tmp)
+        os.chmod(state, 0o755)
+        d = nobody_daemon(state_dir=state)
+        try:
+            self.results(as_nobody(d.socket, decision="once", calls=[
+                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "k",
+                                    "workdir": "/work"}]]))
+        finally:
             d.stop()
-            remove_instance_containers(state)
+        d = nobody_daemon(state_dir=state)
+        try:
+            res = self.results(as_nobody(d.socket, decision="once", calls=[
+                ["sandbox.get", {"id": "k"}],
+                ["exec", {"sandbox": "k", "command": "id -u; echo a > a"}],
+                ["file.write", {"sandbox": "k", "path": "/work/b", "data": "b"}],
+                ["exec", {"sandbox": "k", "command": "stat -c %u a b"}],
+                ["sandbox.destroy", {"id": "k"}],
+            ]))
+            self.assertEqual(res[0]["details"]["uid"], NOBODY, res[0]["details"])
+            self.assertEqual(res[1]["stdout"], "%d\n" % NOBODY)
+            self.assertEqual(res[3]["stdout"], "%d\n%d\n" % (NOBODY, NOBODY))
+        finally:
+            stop_and_clean(d)
