@@ -106,9 +106,11 @@ docker_user_note(struct docker_create *c, const struct sandbox_spec *spec)
         o->unprivileged = docker_user_unprivileged(who);
         o->spec_user = user ? xstrdup(user) : NULL;
         o->workdir = spec->workdir ? xstrdup(spec->workdir) : NULL;
+        /* null and [] ask for nothing; any spelling Docker would read counts */
         json_object_foreach(hc, k, v) for (const char *const *f = docker_user_fields; *f; f++)
         {
-                if (!strcasecmp(k, *f) && !json_is_null(v) && !o->spec_field)
+                bool empty = json_is_null(v) || (json_is_array(v) && !json_array_size(v));
+                if (!strcasecmp(k, *f) && !empty && !o->spec_field)
                         o->spec_field = *f;
         }
         if (!who)

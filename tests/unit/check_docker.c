@@ -418,6 +418,71 @@ START_TEST(test_hardening)
 }
 END_TEST
 
+/* An owner that is neither root nor our uid runs as itself (docker_user.c): what its spec may
+ * not ask for is -32602 naming the field, and what it may gives a container of its uid. */
+static gid_t nobody_groups[] = {100, 65534};
+static const struct backend_identity nobody = {65534, 65534,    nobody_groups,
+                                               2,     "nobody", "/home/sbxtest-nobody"};
+
+START_TEST(test_unprivileged_owner)
+{
+        static const struct {
+                const char *section, *param; /* param NULL: created */
+        } cases[] = {
+                {"{'user':'0'}", "docker.user"},
+                {"{'user':'root'}", "docker.user"},
+                {"{'user':'65534:0'}", "docker.user"},
+                {"{'host_config':{'CapAdd':['SETUID']}}", "docker.host_config.CapAdd"},
+                {"{'host_config':{'capadd':'SETUID'}}", "docker.host_config.CapAdd"},
+                {"{'host_config':{'GroupAdd':['0']}}", "docker.host_config.GroupAdd"},
+                {"{'host_config':{'CapDrop':[]}}", "docker.host_config"},
+                {"{'host_config':{'SecurityOpt':[]}}", "docker.host_config"},
+                {"{'user':'65534:65534','host_config':{'CapAdd':[],'GroupAdd':null}}", NULL},
+        };
+
+        backend_up(exec_mode(1));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct sandbox_spec sp = spec_default(NULL);
+                struct created c = {0};
+                char *js = xstrdup(cases[i].section);
+                for (char *q = js; *q; q++)
+                        *q = *q == '\'' ? '"' : *q;
+                sp.owner = &nobody;
+                sp.section = json_loads(js, 0, NULL);
+                free(js);
+                struct backend_sandbox *sb = create_with(&sp, &c);
+                spec_free(&sp);
+                if (cases[i].param) {
+                        ck_assert_msg(!sb, "created: %s", cases[i].section);
+                        ck_assert_int_eq(c.err.code, -32602);
+                        ck_assert_str_eq(json_string_value(json_object_get(c.err.data, "param")),
+                                         cases[i].param);
+                        ck_assert_ptr_nonnull(strstr(c.err.message, "root_users"));
+                        sbx_error_clear(&c.err);
+                        continue;
+                }
+                ck_assert_msg(sb != NULL, "create failed: %s", c.err.message);
+                json_t *j = inspect(sb), *hc = json_object_get(j, "HostConfig");
+                json_t *cfg = json_object_get(j, "Config");
+                const char *home = json_string_value(
+                        json_object_get(json_object_get(hc, "Tmpfs"), "/home/sbxtest-nobody"));
+                ck_assert_str_eq(json_string_value(json_object_get(cfg, "User")), "65534:65534");
+                ck_assert_str_eq(json_string_value(json_object_get(cfg, "WorkingDir")),
+                                 "/home/sbxtest-nobody");
+                ck_assert_int_eq(json_array_size(json_object_get(hc, "CapAdd")), 0);
+                ck_assert_str_eq(
+                        json_string_value(json_array_get(json_object_get(hc, "GroupAdd"), 0)),
+                        "100");
+                ck_assert_int_eq(json_array_size(json_object_get(hc, "GroupAdd")), 1);
+                ck_assert_ptr_nonnull(home);
+                ck_assert_ptr_nonnull(strstr(home, "uid=65534,gid=65534,mode=0700"));
+                json_decref(j);
+                destroy(sb);
+        }
+        backend_down();
+}
+END_TEST
+
 START_TEST(test_resources_and_section)
 {
         backend_up("{\"agent\": \"off\"}");
@@ -1566,6 +1631,7 @@ docker_suite(void)
         tcase_add_test(tc, test_probe);
         tcase_add_test(tc, test_probe_no_daemon);
         tcase_add_loop_test(tc, test_hardening, 0, 2);
+        tcase_add_test(tc, test_unprivileged_owner);
         tcase_add_test(tc, test_resources_and_section);
         tcase_add_test(tc, test_policy_denies_dangerous_specs);
         tcase_add_test(tc, test_named_volume_bind_etc);
