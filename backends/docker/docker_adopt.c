@@ -59,10 +59,9 @@ docker_adopt_inspect_cb(void *ctx, long status, json_t *body, const char *raw, s
         docker_note_user(c->sb, body);
         docker_note_tmpfs(c->sb, body);
         c->host_access = docker_host_mounts(body, c->sb->use_agent) > 0;
-        if (json_is_true(json_object_get(st, "Running")))
-                docker_create_done(c);
-        else
-                docker_launch(c); /* files survive a stop; processes do not */
+        /* files survive a stop; processes do not */
+        docker_user_adopt(c, json_is_true(json_object_get(st, "Running")) ? docker_create_done
+                                                                          : docker_launch);
 }
 
 /* backend_ops.adopt: takes the recorded container back if it is still this sandbox's. */
@@ -82,6 +81,7 @@ docker_adopt(const struct sandbox_spec *spec, json_t *record, void *ctx, backend
         c->sb->up_ctx = spec->up_ctx;
         c->sb->image = spec->image ? xstrdup(spec->image) : NULL;
         c->sb->unprivileged = docker_user_unprivileged(spec->owner);
+        docker_user_note(c, spec);
         c->enforced = docker_create_enforced(spec);
         if (!cid || !docker.initialised) {
                 sbx_error_backend(&c->err, "docker", "cannot adopt: %s",

@@ -246,6 +246,10 @@ void docker_user_note(struct docker_create *c, const struct sandbox_spec *spec);
  * not root) and fits c->body to it, then goes on with docker_create_image(c); fails c when the
  * spec asks for a user or capabilities the owner may not have. */
 void docker_user_decide(struct docker_create *c);
+/* Adopt: goes on with next(c) once sb->user is known (docker_note_user), unless the container
+ * runs as root for an owner that must run as itself on this dockerd: then c fails with -32006
+ * {state: "removed"}. Needs docker_user_note first. */
+void docker_user_adopt(struct docker_create *c, void (*next)(struct docker_create *c));
 /* After the container is made: gives the owner its working directory when that is in the
  * image's filesystem, then goes on with docker_inspect_created(c). */
 void docker_user_prepare(struct docker_create *c);

@@ -28,6 +28,7 @@ struct docker_owner {
         const char *spec_field; /* a docker.host_config field such an owner may not set */
         char *workdir;          /* the spec's, NULL when not given */
         json_t *give;           /* directories made the owner's before start (absolute) */
+        void (*adopted)(struct docker_create *c); /* adopt: how it goes on */
 };
 
 /* HostConfig fields that hand a process privileges beyond its uid's: the daemon sets them for
@@ -284,6 +285,34 @@ docker_info_remaps(json_t *info)
         return false;
 }
 
+/* Whether a container's Config.User is root: "" (the image's, root for most), "0", "root",
+ * with or without a group. */
+static bool
+docker_user_is_root(const char *u)
+{
+        size_t n = strcspn(u, ":");
+
+        return n == 0 || (n == 1 && u[0] == '0') || (n == 4 && !strncmp(u, "root", 4));
+}
+
+/* An adopted container of an owner that must run as itself, found running as root (made before
+ * the daemon ran such owners as themselves) on a dockerd that does not remap: not taken back.
+ * -32006 drops its record, and the start-up orphan removal removes the container. */
+static void
+docker_user_adopt_judge(struct docker_create *c, bool remapped)
+{
+        if (remapped) {
+                c->owner->adopted(c);
+                return;
+        }
+        sbx_error_set(&c->err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "removed"),
+                      "docker container %s of sandbox %s runs as root for uid %u, which "
+                      "must run as itself on this dockerd (docs/backends/docker.md, \"Who the "
+                      "container runs as\"): not re-adopted",
+                      c->sb->cid, c->sb->id, c->owner->uid);
+        docker_create_fail(c);
+}
+
 static void
 docker_user_info_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
                     const char *terr)
@@ -296,6 +325,10 @@ docker_user_info_cb(void *ctx, long status, json_t *body, const char *raw, size_
                 /* Not knowing means not remapped: the owner runs as itself. */
                 docker_create_fail_call(c, "ask dockerd whether it remaps users (GET /info)",
                                         status, body, terr);
+                return;
+        }
+        if (c->owner->adopted) {
+                docker_user_adopt_judge(c, docker_info_remaps(body));
                 return;
         }
         if (!docker_info_remaps(body) && docker_user_apply(c) < 0) {
@@ -312,6 +345,22 @@ docker_user_decide(struct docker_create *c)
                 docker_create_image(c);
                 return;
         }
+        if (docker_call("GET", "/info", NULL, NULL, 0, NULL, docker_user_info_cb, c) < 0) {
+                sbx_error_backend(&c->err, "docker", "cannot start an API request");
+                docker_create_fail(c);
+        }
+}
+
+void
+docker_user_adopt(struct docker_create *c, void (*next)(struct docker_create *c))
+{
+        struct docker_owner *o = c->owner;
+
+        if (!o->unprivileged || o->root_allowed || !docker_user_is_root(c->sb->user)) {
+                next(c);
+                return;
+        }
+        o->adopted = next;
         if (docker_call("GET", "/info", NULL, NULL, 0, NULL, docker_user_info_cb, c) < 0) {
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);

@@ -17,7 +17,7 @@ import unittest
 
 from harness import SANDBOXD, Daemon, RpcError, needs_root
 from test_identity import NOBODY, as_nobody
-from test_docker import (IMAGE, config, docker, docker_api, remove_instance_containers,
+from test_docker import (IMAGE, config, docker, docker_api, inspect, remove_instance_containers,
                          require_docker)
 
 
@@ -457,5 +457,25 @@ class RunsAsCaller(unittest.TestCase):
             self.assertEqual(res[0]["details"]["uid"], NOBODY, res[0]["details"])
             self.assertEqual(res[1]["stdout"], "%d\n" % NOBODY)
             self.assertEqual(res[3]["stdout"], "%d\n%d\n" % (NOBODY, NOBODY))
+        finally:
+            stop_and_clean(d)
+
+    def test_root_container_of_a_caller_is_not_readopted_without_the_opt_in(self):
+        state = tempfile.mkdtemp(prefix="sbxuser-state-", dir=self.tmp)
+        os.chmod(state, 0o755)
+        d = nobody_daemon("root_users = nobody\n", state_dir=state)
+        try:
+            sb = self.results(as_nobody(d.socket, decision="once", calls=[
+                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "k"}]]))[0]
+            self.assertEqual(sb["details"]["uid"], 0)
+        finally:
+            d.stop()
+        d = nobody_daemon(state_dir=state)
+        try:
+            res = as_nobody(d.socket, [["sandbox.get", {"id": "k"}]])
+            self.assertEqual(res[0]["error"]["code"], -32002, res)
+            self.assertIsNone(inspect(sb["details"]["container_id"]),
+                              "the root container was left running")
+            self.assertIn("must run as itself", d.read_log())
         finally:
             stop_and_clean(d)
