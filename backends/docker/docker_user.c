@@ -27,7 +27,7 @@ struct docker_owner {
         char *spec_user;        /* docker.user, NULL when not given */
         const char *spec_field; /* a docker.host_config field such an owner may not set */
         char *workdir;          /* the spec's, NULL when not given */
-        json_t *give;           /* directories made the owner's before start (absolute) */
+        json_t *give; /* [[dir, entry]]: a PUT archive at dir of a directory entry, each */
         void (*adopted)(struct docker_create *c); /* adopt: how it goes on */
 };
 
@@ -223,7 +223,7 @@ docker_user_volumes(json_t *hc, json_t *give)
                 const char *dst = json_string_value(json_object_get(m, "Target"));
                 if (t && !strcmp(t, "volume") && dst && strcmp(dst, "/") != 0 &&
                     !json_is_true(json_object_get(m, "ReadOnly")))
-                        json_array_append_new(give, json_string(dst));
+                        json_array_append_new(give, json_pack("[s,s]", dst, "/"));
         }
         json_array_foreach(json_object_get(hc, "Binds"), i, m)
         {
@@ -232,8 +232,9 @@ docker_user_volumes(json_t *hc, json_t *give)
                 const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
                 if (!c1 || b[0] == '/' || c1[1] != '/' || !c1[2] || (c2 && strstr(c2, "ro")))
                         continue;
-                json_array_append_new(give, c2 ? json_stringn(c1 + 1, (size_t) (c2 - c1 - 1))
-                                               : json_string(c1 + 1));
+                json_array_append_new(give,
+                                      json_pack("[s%,s]", c1 + 1,
+                                                c2 ? (size_t) (c2 - c1 - 1) : strlen(c1 + 1), "/"));
         }
 }
 
@@ -264,8 +265,11 @@ docker_user_apply(struct docker_create *c)
         home = docker_user_home(c, hc);
         if (!o->workdir)
                 json_object_set_new(c->body, "WorkingDir", json_string(home ? o->home : "/tmp"));
-        if (o->workdir && strcmp(o->workdir, "/") != 0 && !docker_on_mount(hc, o->workdir))
-                json_array_append_new(o->give, json_string(o->workdir));
+        if (o->workdir && strcmp(o->workdir, "/") != 0 && !docker_on_mount(hc, o->workdir)) {
+                char *entry = xasprintf("%s/", o->workdir + strspn(o->workdir, "/"));
+                json_array_append_new(o->give, json_pack("[s,s]", "/", entry));
+                free(entry);
+        }
         docker_user_volumes(hc, o->give);
         return 0;
 }
@@ -380,39 +384,37 @@ docker_user_chowned_cb(void *ctx, long status, json_t *body, const char *raw, si
                                         status, body, terr);
                 return;
         }
-        docker_inspect_created(c);
+        docker_user_prepare(c);
 }
 
-/* Directory entries owned by the owner: dockerd makes each (and parents it lacks, as root) or
- * gives an existing one to the owner. Only the working directory when it is in the container's
- * own filesystem, and the owner's writable volumes (docker_user_apply): never a bind. */
+/* Directory entries owned by the owner, one archive PUT each: dockerd makes the working
+ * directory (and parents it lacks, as root) or gives an existing one to the owner, and a PUT at
+ * a volume's target with the entry "/" gives its root (also under ReadonlyRootfs). Only the
+ * working directory when it is in the container's own filesystem, and the owner's writable
+ * volumes (docker_user_apply): never a bind. */
 void
 docker_user_prepare(struct docker_create *c)
 {
         struct docker_owner *o = c->owner;
+        json_t *next = o ? json_array_get(o->give, 0) : NULL;
         struct buf tar = {0};
-        char *path;
-        json_t *d;
-        size_t i;
+        char *q, *path;
 
-        if (!o || !json_array_size(o->give)) {
+        if (!next) {
                 docker_inspect_created(c);
                 return;
         }
-        json_array_foreach(o->give, i, d)
-        {
-                const char *p = json_string_value(d);
-                char *name = xasprintf("%s/", p + strspn(p, "/"));
-                docker_tar_dir(&tar, name, 0755, o->uid, o->gid);
-                free(name);
-        }
+        docker_tar_dir(&tar, json_string_value(json_array_get(next, 1)), 0755, o->uid, o->gid);
         docker_tar_end(&tar);
-        path = xasprintf("/containers/%s/archive?path=/", c->sb->cid);
+        q = http_escape(json_string_value(json_array_get(next, 0)));
+        path = xasprintf("/containers/%s/archive?path=%s", c->sb->cid, q);
+        json_array_remove(o->give, 0);
         if (docker_call("PUT", path, NULL, tar.data, tar.len, "application/x-tar",
                         docker_user_chowned_cb, c) < 0) {
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);
         }
+        free(q);
         free(path);
         buf_free(&tar);
 }

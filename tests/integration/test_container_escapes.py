@@ -356,6 +356,10 @@ class RunsAsCaller(unittest.TestCase):
             ["sandbox.destroy", {"id": "u"}],
             ["sandbox.destroy", {"id": "w"}],
             ["sandbox.destroy", {"id": "h"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "r", "mounts": vol,
+                                "docker": {"host_config": {"ReadonlyRootfs": True}}}],
+            ["exec", {"sandbox": "r", "command": "touch /data/r && echo ok"}],
+            ["sandbox.destroy", {"id": "r"}],
         ]))
         self.assertEqual(res[1]["stdout"], "%d\n%d\n%s\n" % (NOBODY, NOBODY, home), res[1])
         details = res[3]["details"]
@@ -363,6 +367,7 @@ class RunsAsCaller(unittest.TestCase):
                          ("%d:%d" % (NOBODY, NOBODY), NOBODY, NOBODY))
         self.assertEqual(res[5]["stdout"], "/work\n", res[5])
         self.assertEqual(res[7]["stdout"], "%s\nok\n" % home, res[7])
+        self.assertEqual(res[12]["stdout"], "ok\n", res[12])  # a volume under ReadonlyRootfs
         mp = json.loads(docker("volume", "inspect", self.vol).stdout)[0]["Mountpoint"]
         for name in ("f", "g"):  # the host side of the volume
             self.assertEqual(os.stat(os.path.join(mp, name)).st_uid, NOBODY, name)
