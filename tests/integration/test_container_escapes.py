@@ -423,6 +423,12 @@ class RunsAsCaller(unittest.TestCase):
             r = c.call("exec", {"sandbox": sb["id"], "command": "id -u"})
             self.assertEqual(r["stdout"], "0\n")
             c.call("sandbox.destroy", {"id": sb["id"]})
+            # root may pick the container's user
+            sb = c.call("sandbox.create", {"backend": "docker", "image": IMAGE,
+                                           "docker": {"user": "1000:1000"}}, timeout=120)
+            r = c.call("exec", {"sandbox": sb["id"], "command": "id -u"})
+            self.assertEqual((sb["details"]["uid"], r["stdout"]), (1000, "1000\n"))
+            c.call("sandbox.destroy", {"id": sb["id"]})
         finally:
             c.close()
 
