@@ -15,10 +15,10 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import SANDBOXD, Daemon, RpcError, needs_root
+from harness import SANDBOXD, Daemon, RpcError, class_resource, needs_root
 from test_identity import NOBODY, as_nobody
-from test_docker import (IMAGE, config, docker, docker_api, inspect, remove_instance_containers,
-                         require_docker)
+from test_docker import (IMAGE, config, docker, docker_api, inspect, require_docker,
+                         stop_removing_containers)
 
 
 def nobody_daemon(extra="", state_dir=None):
@@ -27,15 +27,6 @@ def nobody_daemon(extra="", state_dir=None):
                state_dir=state_dir)
     os.chmod(d.dir, 0o755)
     return d
-
-
-def stop_and_clean(daemon):
-    """Stops daemon and removes any container of its instance."""
-    state = daemon.state
-    try:
-        daemon.stop()
-    finally:
-        remove_instance_containers(state)
 
 
 def rules(error):
@@ -54,21 +45,14 @@ class UnprivilegedEscapes(unittest.TestCase):
         cls.rootvol = tag + "-rootvol"
         # Another container that sees / (made by root, not through the daemon) and a local
         # volume bound to /: both exist on the host before the attacker asks.
-        docker("create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE, "true")
-        docker("volume", "create", "-o", "type=none", "-o", "o=bind", "-o", "device=/",
-               cls.rootvol)
-        cls.own = tempfile.mkdtemp(prefix="sbxesc-own-")
+        class_resource(cls, docker, "create", "--name", cls.helper, "-v", "/:/h:ro", IMAGE,
+                       "true", stop=lambda _: docker("rm", "-f", cls.helper, check=False))
+        class_resource(cls, docker, "volume", "create", "-o", "type=none", "-o", "o=bind", "-o",
+                       "device=/", cls.rootvol,
+                       stop=lambda _: docker("volume", "rm", "-f", cls.rootvol, check=False))
+        cls.own = class_resource(cls, tempfile.mkdtemp, prefix="sbxesc-own-", stop=os.rmdir)
         os.chown(cls.own, NOBODY, NOBODY)
-        cls.daemon = nobody_daemon()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            stop_and_clean(cls.daemon)
-        finally:
-            docker("rm", "-f", cls.helper, check=False)
-            docker("volume", "rm", "-f", cls.rootvol, check=False)
-            os.rmdir(cls.own)
+        cls.daemon = class_resource(cls, nobody_daemon, stop=stop_removing_containers)
 
     def escapes(self):
         def hc(**fields):
@@ -258,9 +242,7 @@ class OperatorAdditions(unittest.TestCase):
             self.assertIn("container.runtime", rules({"data": cm.exception.data}))
             c.close()
         finally:
-            state = d.state
-            d.stop()
-            remove_instance_containers(state)
+            stop_removing_containers(d)
 
 
 PROBE_C = r"""
@@ -299,7 +281,8 @@ class RunsAsCaller(unittest.TestCase):
     def setUpClass(cls):
         require_docker()
         cls.tag = "sbxuser-%d" % os.getpid()
-        cls.tmp = tempfile.mkdtemp(prefix="sbxuser-")
+        cls.tmp = class_resource(cls, tempfile.mkdtemp, prefix="sbxuser-",
+                                 stop=lambda d: subprocess.run(["rm", "-rf", d], check=False))
         src = os.path.join(cls.tmp, "probe.c")
         cls.probe = os.path.join(cls.tmp, "probe")
         with open(src, "w") as f:
@@ -319,19 +302,13 @@ class RunsAsCaller(unittest.TestCase):
         os.chown(suid, 0, 0)
         os.chmod(suid, 0o4755)
         cls.image = cls.tag + ":suid"
-        subprocess.run("tar -C %s -c . | docker import -c 'ENV PATH=/bin' - %s"
-                       % (root, cls.image), shell=True, check=True, capture_output=True)
+        class_resource(cls, subprocess.run, "tar -C %s -c . | docker import -c 'ENV PATH=/bin' - %s"
+                       % (root, cls.image), shell=True, check=True, capture_output=True,
+                       stop=lambda _: docker("rmi", "-f", cls.image, check=False))
         cls.vol = cls.tag + "-vol"
-        cls.daemon = nobody_daemon()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            stop_and_clean(cls.daemon)
-        finally:
-            docker("volume", "rm", "-f", cls.vol, check=False)
-            docker("rmi", "-f", cls.image, check=False)
-            subprocess.run(["rm", "-rf", cls.tmp], check=False)
+        class_resource(cls, lambda: None,
+                       stop=lambda _: docker("volume", "rm", "-f", cls.vol, check=False))
+        cls.daemon = class_resource(cls, nobody_daemon, stop=stop_removing_containers)
 
     def results(self, res):
         for r in res[:-1]:  # the last one is what came unsolicited
@@ -444,7 +421,7 @@ class RunsAsCaller(unittest.TestCase):
             self.assertEqual(res[0]["details"]["uid"], 0, res[0]["details"])
             self.assertEqual(res[1]["stdout"], "0\n")
         finally:
-            stop_and_clean(d)
+            stop_removing_containers(d)
 
     def test_restart_keeps_the_uid(self):
         state = tempfile.mkdtemp(prefix="sbxuser-state-", dir=self.tmp)
@@ -469,7 +446,7 @@ class RunsAsCaller(unittest.TestCase):
             self.assertEqual(res[1]["stdout"], "%d\n" % NOBODY)
             self.assertEqual(res[3]["stdout"], "%d\n%d\n" % (NOBODY, NOBODY))
         finally:
-            stop_and_clean(d)
+            stop_removing_containers(d)
 
     def test_root_container_of_a_caller_is_not_readopted_without_the_opt_in(self):
         state = tempfile.mkdtemp(prefix="sbxuser-state-", dir=self.tmp)
@@ -489,4 +466,4 @@ class RunsAsCaller(unittest.TestCase):
                               "the root container was left running")
             self.assertIn("must run as itself", d.read_log())
         finally:
-            stop_and_clean(d)
+            stop_removing_containers(d)
