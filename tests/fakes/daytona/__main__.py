@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 
 from . import FakeDaytona
 
@@ -27,13 +28,18 @@ def main():
         f.write(fake.url + "\n")
     os.rename(tmp, a.url_file)
     parent = os.getppid()
-    while signal.sigtimedwait({signal.SIGTERM, signal.SIGINT}, 1.0) is None:
+    while not STOP.wait(1.0):
         if os.getppid() != parent:
             break
     fake.stop()
     return 0
 
 
+# Handlers, not a blocked mask: the session shells and their commands inherit a signal mask,
+# and a command with TERM blocked would outlive every kill.
+STOP = threading.Event()
+
 if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: STOP.set())
     sys.exit(main())

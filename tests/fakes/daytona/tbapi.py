@@ -2,7 +2,6 @@
 and the runner's proxy of Daytona v0.190.0."""
 import os
 import re
-import threading
 
 from . import toolbox, wsock
 from .server import hard_reset
@@ -148,8 +147,7 @@ class ToolboxApi:
         if run_async:
             h.send(202, {"cmdId": cmd.id})
             return
-        with cmd.cond:
-            cmd.cond.wait_for(lambda: cmd.exit_code is not None)
+        cmd.wait_exit()
         with open(cmd.log, "rb") as f:
             data = f.read()
         out = {"cmdId": cmd.id, "exitCode": cmd.exit_code}
@@ -219,28 +217,24 @@ class ToolboxApi:
         h.wfile.flush()
         h.close_connection = True
         ws = wsock.WebSocket(h.connection)
-        gone = threading.Event()
-        threading.Thread(target=self._ws_reader, args=(ws, gone), daemon=True).start()
         try:
-            self._stream(h, ws, c, fmt, follow, gone)
+            w = toolbox.Watch(c.dir)
         except OSError:
-            pass
-
-    @staticmethod
-    def _ws_reader(ws, gone):
+            ws.send_close(1011)
+            return
         try:
-            while True:
-                op, _ = ws.read_frame()
-                if op == 0x8:
-                    break
-        except (wsock.Closed, OSError):
+            self._stream(h, ws, c, fmt, follow, w)
+        except (OSError, wsock.Closed):
             pass
-        gone.set()
+        finally:
+            w.close()
 
-    def _stream(self, h, ws, c, fmt, follow, gone):
+    def _stream(self, h, ws, c, fmt, follow, w):
+        """Sends the log from its start, then what is appended (woken by w), until the exit
+        code exists and all of the log went out, or the client closes."""
         left = h.ws_reset_after
         with open(c.log, "rb") as f:
-            while not gone.is_set():
+            while True:
                 data = f.read(65536)
                 if data:
                     if fmt == "combined":
@@ -259,8 +253,11 @@ class ToolboxApi:
                         ws.send_close(1000)
                         return
                     continue
-                with c.cond:
-                    c.cond.wait(0.2)
+                if not os.path.isdir(c.dir):
+                    ws.send_close(1000)  # the session was deleted
+                    return
+                if w.wait(0.2, [h.connection]) and not ws.read_pending():
+                    return  # the client closed
 
     # ---- execute ----
 

@@ -3,16 +3,28 @@
 the fake, in the sandbox's directory; what they see as the sandbox's filesystem is this
 machine's.
 
-Sessions follow apps/daemon/pkg/session of Daytona v0.190.0: one shell per session (its own
-process group) reads the commands, each sourced from a cmd.sh file with stdin from the
-command's input FIFO and stdout/stderr into FIFOs whose lines are labelled \\x01\\x01\\x01 /
-\\x02\\x02\\x02 into output.log. The labellers are threads here, with the semantics of
-Daytona's `while IFS= read -r line || [ -n "$line" ]; do printf '%s%s\\n' …` (a NUL byte is
-dropped, a last line without newline gets one); the exit code file is written once both
-labellers have flushed. An asynchronous command's input FIFO is held open for writing until
-the command ends, so it never sees EOF.
+Sessions do what apps/daemon/pkg/session of Daytona v0.190.0 does (create.go, execute.go,
+wrapper_linux.go, command.go): one shell per session (its own process group) reads the
+commands on its stdin; per command the toolbox makes the command's directory with output.log
+and cmd.sh (the command text) and writes Daytona's wrapper to the shell, and the shell does the
+rest, with the same processes and files as in a real sandbox: the three FIFOs (rm, mkfifo),
+two labeller subshells `while IFS= read -r line || [ -n "$line" ]; do printf '%s%s\n' PREFIX
+"$line"; done` appending \x01\x01\x01 / \x02\x02\x02 lines to output.log (a NUL byte is
+dropped, a last line without newline gets one), a writer holding the input FIFO open (so an
+asynchronous command never sees EOF), `{ . cmd.sh; }` in the session shell itself, and the exit
+code file written once both labellers are done. A command's exit code is read from that file,
+as GetSessionCommand does. Where Daytona differs on purpose:
+  - the input holder is one `sleep infinity`, killed with KILL at the end: Daytona's `while :;
+    do sleep 3600; done` loop leaves its sleep behind for an hour when killed, and its TERM can
+    reach the holder before the holder dropped the session shell's TERM trap, after which it
+    never ends (the session then hangs in `wait`);
+  - a follow stream wakes on inotify of the command's directory where Daytona reads the log
+    every 20 ms, and ends as soon as the exit code exists where Daytona waits 50 reads (1 s).
 """
+import ctypes
+import errno
 import os
+import select
 import shutil
 import signal
 import stat
@@ -24,6 +36,31 @@ import uuid
 STDOUT_PREFIX = b"\x01\x01\x01"
 STDERR_PREFIX = b"\x02\x02\x02"
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+# wrapper_linux.go's cmdWrapperFormat, with the holder of the docstring.
+WRAPPER = r"""
+{
+	log=%(log)s
+	dir=%(dir)s
+	sp="$dir/stdout.pipe"
+	ep="$dir/stderr.pipe"
+	ip=%(ip)s
+	rm -f "$sp" "$ep" "$ip" && mkfifo "$sp" "$ep" "$ip" || exit 1
+	cleanup() { rm -f "$sp" "$ep" "$ip"; }
+	trap 'cleanup' EXIT HUP INT TERM
+	( while IFS= read -r line || [ -n "$line" ]; do printf '\001\001\001%%s\n' "$line"; done < "$sp" ) >> "$log" & r1=$!
+	( while IFS= read -r line || [ -n "$line" ]; do printf '\002\002\002%%s\n' "$line"; done < "$ep" ) >> "$log" & r2=$!
+	%(holder)s
+	ip_pid=$!
+	{ . %(cmd)s; } < "$ip" > "$sp" 2> "$ep"
+	_ec=$?
+	kill -9 "$ip_pid" 2>/dev/null; wait "$ip_pid" 2>/dev/null
+	wait "$r1" "$r2"
+	echo "$_ec" >> %(exit)s
+	cleanup
+}
+"""
+HOLDER = {True: 'sleep infinity > "$ip" &', False: 'cat /dev/null > "$ip" &'}
 
 
 def q(path):
@@ -57,6 +94,10 @@ def descendants(pid):
 def kill_tree(pid, grace=1.0):
     tree = descendants(pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)  # the session shell's group, as Daytona's Delete does
+        except OSError:
+            pass
         for p in tree:
             try:
                 os.kill(p, sig)
@@ -76,6 +117,46 @@ def _zombie(pid):
         return True
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE_SELF = 0x2, 0x8, 0x80, 0x100, 0x400
+WAKE_NAMES = (b"output.log", b"exit_code")
+
+
+class Watch:
+    """Wakes a follow stream when its command's log or exit code file changes (inotify on the
+    command's directory; the FIFOs beside them do not count)."""
+
+    def __init__(self, path):
+        self.fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF
+        if _libc.inotify_add_watch(self.fd, os.fsencode(path), mask) < 0:
+            e = ctypes.get_errno()
+            os.close(self.fd)
+            raise OSError(e, "inotify_add_watch " + path)
+
+    def wait(self, timeout, also=()):
+        """Until one of the files changed, a file descriptor of also is readable, or timeout
+        seconds; which of also are readable."""
+        ready = select.select([self.fd] + list(also), [], [], timeout)[0]
+        if self.fd in ready:
+            self._drain()
+        return [f for f in ready if f != self.fd]
+
+    def _drain(self):
+        while True:
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+
+    def close(self):
+        os.close(self.fd)
+
+
 class Command:
     def __init__(self, session, cmd_id, command, suppress_echo):
         self.id = cmd_id
@@ -85,33 +166,42 @@ class Command:
         self.log = os.path.join(self.dir, "output.log")
         self.exit_file = os.path.join(self.dir, "exit_code")
         self.input = os.path.join(self.dir, "input.pipe")
-        self.exit_code = None
-        self.cond = threading.Condition()
-        self.log_lock = threading.Lock()
-        self.holder = None
+        self.cmd_file = os.path.join(self.dir, "cmd.sh")
+        self._exit = None
+
+    @property
+    def exit_code(self):
+        """From the exit code file, once the wrapper wrote it (GetSessionCommand)."""
+        if self._exit is None:
+            try:
+                with open(self.exit_file) as f:
+                    text = f.read()
+            except OSError:
+                return None
+            if not text.endswith("\n"):
+                return None  # being written
+            try:
+                self._exit = int(text.strip())
+            except ValueError:
+                return None
+        return self._exit
 
     def append(self, data):
-        with self.log_lock:
-            with open(self.log, "ab") as f:
-                f.write(data)
-        with self.cond:
-            self.cond.notify_all()
+        with open(self.log, "ab") as f:
+            f.write(data)
 
-    def label(self, fifo, prefix):
-        """One labeller: lines of fifo into the log, like Daytona's read/printf loop."""
-        with open(fifo, "rb", buffering=0) as f:
-            part = b""
-            while True:
-                chunk = f.read(65536)
-                if not chunk:
-                    break
-                part += chunk.replace(b"\0", b"")
-                lines = part.split(b"\n")
-                part = lines.pop()
-                if lines:
-                    self.append(b"".join(prefix + l + b"\n" for l in lines))
-            if part:
-                self.append(prefix + part + b"\n")
+    def wait_exit(self, timeout=None):
+        """The exit code, waiting for it (Execute of a synchronous command)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        w = Watch(self.dir)
+        try:
+            while self.exit_code is None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                w.wait(0.2)
+            return self.exit_code
+        finally:
+            w.close()
 
     def info(self):
         out = {"id": self.id, "command": self.command}
@@ -137,58 +227,36 @@ class Session:
         cmd = Command(self, str(uuid.uuid4()), command, suppress_echo)
         os.makedirs(cmd.dir)
         open(cmd.log, "wb").close()
-        cmd_file = os.path.join(cmd.dir, "cmd.sh")
-        with open(os.open(cmd_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        with open(os.open(cmd.cmd_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(command)
-        sp, ep, st = (os.path.join(cmd.dir, n) for n in ("stdout.pipe", "stderr.pipe", "st.pipe"))
-        for fifo in (sp, ep, cmd.input, st):
-            os.mkfifo(fifo)
-        labellers = [threading.Thread(target=cmd.label, args=(sp, STDOUT_PREFIX), daemon=True),
-                     threading.Thread(target=cmd.label, args=(ep, STDERR_PREFIX), daemon=True)]
-        for t in labellers:
-            t.start()
-        if run_async:
-            cmd.holder = os.open(cmd.input, os.O_RDWR)  # a writer until the end: no EOF
-        else:
-            threading.Thread(target=lambda: os.close(os.open(cmd.input, os.O_WRONLY)),
-                             daemon=True).start()
-        threading.Thread(target=self._watch, args=(cmd, st, labellers), daemon=True).start()
         with self.lock:
             self.commands[cmd.id] = cmd
             self.order.append(cmd.id)
-        line = "{ . %s; } < %s > %s 2> %s; echo $? > %s\n" % (q(cmd_file), q(cmd.input), q(sp),
-                                                              q(ep), q(st))
+        text = WRAPPER % {"log": q(cmd.log), "dir": q(cmd.dir), "ip": q(cmd.input),
+                          "holder": HOLDER[run_async], "cmd": q(cmd.cmd_file),
+                          "exit": q(cmd.exit_file)}
         try:
-            self.proc.stdin.write(line.encode())
+            self.proc.stdin.write(text.encode())
             self.proc.stdin.flush()
-        except OSError:
+        except (OSError, ValueError):  # the shell is gone, or the session being deleted
             return None
         return cmd
 
-    def _watch(self, cmd, st, labellers):
-        try:
-            with open(st) as f:
-                status = int(f.read().strip() or "1")
-        except (OSError, ValueError):
-            status = 1
-        if cmd.holder is not None:
-            os.close(cmd.holder)
-            cmd.holder = None
-        for t in labellers:
-            t.join()
-        try:
-            with open(cmd.exit_file, "w") as f:
-                f.write("%d\n" % status)
-        except OSError:
-            pass  # the session was deleted meanwhile (its directory went with it)
-        with cmd.cond:
-            cmd.exit_code = status
-            cmd.cond.notify_all()
-
     def send_input(self, cmd, data):
+        """SendInput: the data (with a newline) into the command's input FIFO, which its
+        holder keeps open; the FIFO may not be there yet right after the command was posted."""
         if not data.endswith("\n"):
             data += "\n"
-        fd = os.open(cmd.input, os.O_WRONLY | os.O_NONBLOCK)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                fd = os.open(cmd.input, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if e.errno not in (errno.ENOENT, errno.ENXIO) or \
+                        cmd.exit_code is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
         try:
             # The echo goes to the log before the command can read the line and answer it.
             if not cmd.suppress_echo:
@@ -203,11 +271,13 @@ class Session:
                     "commands": [self.commands[c].info() for c in self.order]}
 
     def terminate(self):
-        kill_tree(self.proc.pid)
+        # EOF first: the shell exits once its command is over, where a TERM would only run the
+        # wrapper's trap (Daytona waits out its grace period then).
         try:
             self.proc.stdin.close()
         except OSError:
             pass
+        kill_tree(self.proc.pid)
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 

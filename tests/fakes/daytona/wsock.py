@@ -65,3 +65,16 @@ class WebSocket:
         if opcode == 0x9:
             self._send(0xA, data)
         return opcode, data
+
+    def read_pending(self):
+        """Reads the frames of a socket that select() found readable (pings are answered);
+        False once the client closed or went away."""
+        try:
+            while True:
+                op, _ = self.read_frame()
+                if op == 0x8:
+                    return False
+                if len(self.buf) < 2:
+                    return True
+        except (Closed, OSError):
+            return False
