@@ -9,63 +9,74 @@
 #include "backends/shell.h"
 #include "backends/shell_init.h"
 
-/* Runs in a subshell of the session shell; the variables n d p s c i m and the positional
- * parameters (environment, then argv) are set before it. A redirection that fails on `exec`
- * or another special built-in (`:`) ends a non-interactive dash, so files are tested first and
- * the guard is created by `true`. The exec's stderr is fd 5 and the wrapper's own fd 2 is
- * /dev/null: bash and dash report a child killed by a signal there ("line 52: 7402 Killed
- * ( read -r q …"; dash even later, from a buffer), which is not the command's output. Every
- * external program costs a fork and an exec in the sandbox, so there are few: setsid and env (and
- * mkdir once, mkfifo for a relay, od for the state); the files are removed later, in batches, by
- * the backend (daytona_cmd_cleanup). setsid and env run with LC_ALL=C: neither then loads the
- * sandbox's locale (a quarter of their start-up), and env -i drops it for the command. */
+/* A function the session shell itself runs (no subshell: a fork of the shell costs as much as
+ * a third of the wrapper), so it keeps the session shell as it was: every redirection is
+ * scoped to a command (fd 5 the exec's stderr and fd 2 /dev/null are the call's), `return`,
+ * never `exit`, and the caller removes the variables and functions. Nothing dups fd 0 in the
+ * session shell (bash 5.2 reading its commands from a pipe crashes on `4<&0` while its stdin
+ * is redirected): the relay opens the input FIFO again as /proc/$$/fd/0, since an
+ * asynchronous list's own fd 0 is /dev/null in dash. The
+ * variables n d p s b c i m are set before it, its arguments are the environment, then argv.
+ * bash and dash report a child killed by a signal on the shell's fd 2 ("line 52: 7402 Killed
+ * ( read -r q …"), which is /dev/null here, not the command's output. A redirection that
+ * fails on a special built-in ends a non-interactive dash, so files are tested first and the
+ * guard is created by `true`. Every external program costs a fork and an exec in the sandbox,
+ * so there are few: setsid and env (and mkdir once, mkfifo for a relay, od for the state); the
+ * files are removed later, in batches, by the backend (daytona_cmd_cleanup). setsid and env
+ * run with LC_ALL=C: neither then loads the sandbox's locale (a quarter of their start-up), and
+ * env -i drops it for the command. */
 static const char daytona_cmd_body[] =
-        "exec 5>&2 2>/dev/null\n"
-        "e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
-        "[ -d \"$d\" ] || mkdir -p \"$d\" 2>/dev/null\n"
+        "__sbx_e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
+        "__sbx_w() {\n"
+        "[ -d \"$d\" ] || mkdir -p \"$d\"\n"
         /* bash's start-up file of a shell-state exec (backends/shell_init.h) */
         "[ -z \"$b\" ] || [ -f \"$b\" ] || printf %s '" SHELL_BASH_INIT "' >\"$b\"\n"
         "set -C\n"
-        "if ! { true >\"$p\"; } 2>/dev/null; then set +C; e d; exit 0; fi\n"
+        "if ! { true >\"$p\"; } 2>/dev/null; then set +C; __sbx_e d; return 0; fi\n"
         "set +C\n"
         "x=\n"
         "for a; do case $a in PATH=*) x=${a#PATH=};; *=*) ;; *) break;; esac; done\n"
-        "if [ -n \"$c\" ] && ! cd \"$c\" 2>/dev/null; then e f cwd; exit 0; fi\n"
+        "w=$PWD\n"
+        "if [ -n \"$c\" ] && ! cd \"$c\"; then __sbx_e f cwd; return 0; fi\n"
         "o=$PATH\n"
         "[ -n \"$x\" ] && PATH=$x\n"
-        "command -v \"$a\" >/dev/null 2>&1 || { PATH=$o; e f argv; exit 0; }\n"
+        "command -v \"$a\" >/dev/null 2>&1 || { PATH=$o; cd \"$w\"; __sbx_e f argv; return 0; }\n"
         "PATH=$o\n"
         "r=\n"
+        "f=/dev/null\n"
         "case $i in\n"
-        "n) exec 3</dev/null ;;\n"
-        "f) [ -r \"$p.in\" ] || { e f stdin; exit 0; }; exec 3<\"$p.in\" ;;\n"
-        "r) mkfifo \"$p.fifo\" 2>/dev/null || { e f stdin; exit 0; }\n"
-        "   exec 4<&0\n"
+        "f) f=$p.in; [ -r \"$f\" ] || { cd \"$w\"; __sbx_e f stdin; return 0; } ;;\n"
+        "r) f=$p.fifo; mkfifo \"$f\" || { cd \"$w\"; __sbx_e f stdin; return 0; }\n"
         "   (k=0; while IFS= read -r l; do q=${l%% *}; q=${q#?}; [ \"$q\" -gt \"$k\" ] "
         "2>/dev/null || continue; k=$q; case $l in e*) break;; d*) printf '%b' \"${l#* }\";; "
-        "esac; done) <&4 >\"$p.fifo\" &\n"
-        "   r=$!\n"
-        "   exec 3<\"$p.fifo\" 4<&- ;;\n"
+        "esac; done) </proc/$$/fd/0 >\"$f\" 5>&- &\n"
+        "   r=$! ;;\n"
         "esac\n"
         "S=\n"
         "command -v setsid >/dev/null 2>&1 && S=setsid\n"
         "if [ \"$m\" = 1 ]; then\n"
-        "  (exec <&3 3<&- 2>&1 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
-        "LC_ALL=C exec $S env -i \"$@\")\n"
+        "  (exec 2>&1 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
+        "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
         "else\n"
-        "  (exec <&3 3<&- 2>&5 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
-        "LC_ALL=C exec $S env -i \"$@\")\n"
+        "  (exec 2>&5 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
+        "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
         "fi\n"
         "t=$?\n"
-        "[ -n \"$r\" ] && kill \"$r\" 2>/dev/null\n"
-        "exec 3<&-\n"
+        "cd \"$w\"\n"
+        "[ -n \"$r\" ] && kill \"$r\"\n"
         /* The pid may be reused now: a kill from here on finds no tree. The file stays as the
          * guard against a second start. */
         "true >\"$p\"\n"
         "printf '%s x %s\\n' \"$n\" \"$t\"\n"
         "[ -n \"$s\" ] && [ -f \"$s\" ] && od -An -v -tx1 \"$s\"\n"
         "printf '%s z\\n' \"$n\"\n"
-        "printf '%s\\n' \"$n\" >&5\n";
+        "printf '%s\\n' \"$n\" >&5\n"
+        "}\n";
+
+/* The call of the function, and what the session shell keeps of it afterwards: nothing. */
+static const char daytona_cmd_tail[] = " 5>&2 2>/dev/null\n"
+                                       "unset -f __sbx_w __sbx_e\n"
+                                       "unset n d p s b c i m x a w o r f S q t\n";
 
 /* Appends s in single quotes ('\'' for a quote inside). */
 void
@@ -106,14 +117,14 @@ daytona_cmd_build(const struct daytona_cmd *c)
         char *init = c->state ? shell_bash_init_path(c->state) : NULL;
         struct buf b = {0};
 
-        buf_append(&b, "(\n", 2);
+        buf_append(&b, daytona_cmd_body, sizeof(daytona_cmd_body) - 1);
         daytona_cmd_var(&b, "n", c->nonce);
         daytona_cmd_var(&b, "d", c->dir);
         daytona_cmd_var(&b, "p", pid);
         daytona_cmd_var(&b, "s", c->state);
         daytona_cmd_var(&b, "b", init);
         daytona_cmd_var(&b, "c", c->cwd);
-        buf_appendf(&b, "i=%c\nm=%d\nset --", modes[c->in], c->merge_stderr ? 1 : 0);
+        buf_appendf(&b, "i=%c\nm=%d\n__sbx_w", modes[c->in], c->merge_stderr ? 1 : 0);
         for (char *const *e = c->envp; e && *e; e++) {
                 buf_append(&b, " ", 1);
                 daytona_cmd_quote(&b, *e);
@@ -122,9 +133,7 @@ daytona_cmd_build(const struct daytona_cmd *c)
                 buf_append(&b, " ", 1);
                 daytona_cmd_quote(&b, *a);
         }
-        buf_append(&b, "\n", 1);
-        buf_append(&b, daytona_cmd_body, sizeof(daytona_cmd_body) - 1);
-        buf_append(&b, ")\n", 3); /* with the NUL */
+        buf_append(&b, daytona_cmd_tail, sizeof(daytona_cmd_tail)); /* with the NUL */
         free(init);
         free(pid);
         return b.data;

@@ -2,8 +2,10 @@
  *
  * An exec is one asynchronous command of a toolbox session. Daytona writes the text to a file
  * and sources it in the session's shell (bash or sh) with stdin from the command's input FIFO
- * and stdout/stderr into its line labellers. The text built here runs in a subshell, so the
- * session shell keeps no state of it, and:
+ * and stdout/stderr into its line labellers. The text built here is a function the session
+ * shell runs itself (one fork fewer than a subshell) with every redirection scoped to a
+ * command and its variables and functions removed after it, so the session shell keeps no
+ * state of it (the command itself is a child), and:
  *   - refuses to start twice (a retried request after a lost answer): the pid file, created
  *     exclusively, is the guard; it stays after the end (daytona_cmd_cleanup removes it);
  *   - checks the working directory and that argv[0] can be found, and says so with a marker;

@@ -266,13 +266,28 @@ read_both(int fds[2], struct buf out[2])
         }
 }
 
-/* Runs text with shell (sourced from a file, as a session does) and stdin from in_path;
- * returns the labelled log. */
+/* Reads a small file into buf (NUL-terminated). */
+static void
+slurp(const char *path, char *buf, size_t size)
+{
+        FILE *f = fopen(path, "r");
+        size_t n;
+
+        ck_assert_ptr_nonnull(f);
+        n = fread(buf, 1, size - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+}
+
+/* Runs text with shell the way a Daytona session does: the shell reads its commands from a
+ * pipe and sources the text from a file, its stdin redirected to in_path; returns the labelled
+ * log. The session shell's state (cwd, options, functions, variables, open files) is the same
+ * after the text as before it. */
 static void
 run_wrapper(const char *shell, const char *text, const char *in_path, struct buf *log)
 {
-        char path[128], src[160];
-        int o[2], e[2], fds[2];
+        char path[128], script[1024], before[4096], after[4096];
+        int o[2], e[2], s[2], fds[2];
         struct buf out[2] = {{0}, {0}};
         FILE *f;
         pid_t pid;
@@ -282,18 +297,26 @@ run_wrapper(const char *shell, const char *text, const char *in_path, struct buf
         ck_assert_ptr_nonnull(f);
         fputs(text, f);
         fclose(f);
-        snprintf(src, sizeof(src), "{ . %s; }", path);
+        snprintf(script, sizeof(script),
+                 "P() { pwd; set -o | grep noclobber; command -v __sbx_w __sbx_e; "
+                 "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}\"; ls /proc/$$/fd; }\n"
+                 "P >%s/probe.1 2>&1\n{ . %s; } <%s\nP >%s/probe.2 2>&1\n",
+                 tmpdir, path, in_path ? in_path : "/dev/null", tmpdir);
         ck_assert_int_eq(pipe(o), 0);
         ck_assert_int_eq(pipe(e), 0);
+        ck_assert_int_eq(pipe(s), 0);
         pid = fork();
         if (pid == 0) {
-                int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-                dup2(in, 0);
+                dup2(s[0], 0);
                 dup2(o[1], 1);
                 dup2(e[1], 2);
-                execl(shell, shell, "-c", src, (char *) NULL);
+                close(s[1]);
+                execl(shell, shell, (char *) NULL);
                 _exit(127);
         }
+        close(s[0]);
+        ck_assert_int_eq(write(s[1], script, strlen(script)), (ssize_t) strlen(script));
+        close(s[1]);
         close(o[1]);
         close(e[1]);
         fds[0] = o[0];
@@ -302,6 +325,11 @@ run_wrapper(const char *shell, const char *text, const char *in_path, struct buf
         close(o[0]);
         close(e[0]);
         waitpid(pid, NULL, 0);
+        snprintf(path, sizeof(path), "%s/probe.1", tmpdir);
+        slurp(path, before, sizeof(before));
+        snprintf(path, sizeof(path), "%s/probe.2", tmpdir);
+        slurp(path, after, sizeof(after));
+        ck_assert_str_eq(after, before);
         buf_append(&out[0], "", 1);
         buf_append(&out[1], "", 1);
         label(log, 0, out[0].data);
