@@ -119,17 +119,21 @@ def _zombie(pid):
 
 _libc = ctypes.CDLL(None, use_errno=True)
 IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE_SELF = 0x2, 0x8, 0x80, 0x100, 0x400
-WAKE_NAMES = (b"output.log", b"exit_code")
 
 
 class Watch:
     """Wakes a follow stream when its command's log or exit code file changes (inotify on the
-    command's directory; the FIFOs beside them do not count)."""
+    command's directory). Without inotify (the user's instances are all taken: the limit is
+    per user, and other programs on the machine count) it reads again every 20 ms, as Daytona
+    does."""
+
+    POLL = 0.02
 
     def __init__(self, path):
         self.fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
+            self.fd = None
+            return
         mask = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF
         if _libc.inotify_add_watch(self.fd, os.fsencode(path), mask) < 0:
             e = ctypes.get_errno()
@@ -139,6 +143,8 @@ class Watch:
     def wait(self, timeout, also=()):
         """Until one of the files changed, a file descriptor of also is readable, or timeout
         seconds; which of also are readable."""
+        if self.fd is None:
+            return select.select(list(also), [], [], min(timeout, self.POLL))[0]
         ready = select.select([self.fd] + list(also), [], [], timeout)[0]
         if self.fd in ready:
             self._drain()
@@ -154,7 +160,8 @@ class Watch:
                 return
 
     def close(self):
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 class Command:
