@@ -4,11 +4,12 @@
  *             kept-alive connection (backends/http.c; the strict reading of the target), and
  *             with the curl CLI (the issue's literal wording: a process per call)
  *   reference the API's own session command path: POST …/exec (runAsync), follow its log over
- *             a WebSocket to the end
+ *             a WebSocket to the end; for "true" (a builtin of the session shell) and for
+ *             "/bin/true" (a program started, as every argv exec must)
  *   sandboxd  exec {argv:["true"]} and {command:"true"} (shell-state wrapper) through a real
  *             daemon ($SANDBOXD_BIN) on a private socket: a session command, its log followed
  *             over a WebSocket, the end markers
- * Each of BENCH_N rounds (default 200) runs all five back to back, each round starting with the
+ * Each of BENCH_N rounds (default 200) runs all six back to back, each round starting with the
  * next one; reported are the p50 and the p10-p90 spread of the times and of the per-round
  * ratios. Target: <= 1.2. An exec is a session command (streaming, stdin, resume need it), so
  * the daemon's own cost is exec argv / session command; the ratios to execute are the issue's
@@ -173,19 +174,20 @@ direct_ws_end(void *ctx, long status, const char *body, size_t blen, const char 
                 d->status = -1;
 }
 
-/* What a client of the API itself does for `true` as a session command: POST …/exec
+/* What a client of the API itself does for a session command (a JSON string): POST …/exec
  * (runAsync), then follow its log until the stream ends (the exit code exists). */
 static long
-direct_session_exec(struct direct *d)
+direct_session_exec(struct direct *d, const char *command)
 {
         static const struct daytona_ws_cbs cbs = {.on_data = direct_ws_data,
                                                   .on_end = direct_ws_end};
         const char *hdrs[] = {d->auth, "X-Daytona-Split-Output: true", NULL};
-        char url[700];
+        char url[700], body[128];
         struct daytona_ws *ws;
 
         snprintf(url, sizeof(url), "%s/exec", d->session);
-        if (direct_call(d, "POST", url, "{\"command\":\"true\",\"runAsync\":true}") != 202)
+        snprintf(body, sizeof(body), "{\"command\":\"%s\",\"runAsync\":true}", command);
+        if (direct_call(d, "POST", url, body) != 202)
                 return -1;
         snprintf(url, sizeof(url), "%s/command/%s/logs?follow=true", d->session, d->cmd_id);
         d->ended = false;
@@ -266,7 +268,7 @@ cli_call(struct cli *c)
 
 /* What one round measures (the machine is shared: the subjects and their baselines run back
  * to back, round after round). */
-enum { T_ARGV, T_CMD, T_EXECUTE, T_SESSION, T_CLI, T_N };
+enum { T_ARGV, T_CMD, T_EXECUTE, T_SESSION, T_SESSION_BIN, T_CLI, T_N };
 
 /* Per-round ratios reported: subject / baseline. */
 static const struct {
@@ -276,6 +278,7 @@ static const struct {
         {T_ARGV, T_EXECUTE, "exec argv / execute (libcurl)"},
         {T_ARGV, T_CLI, "exec argv / execute (curl CLI)"},
         {T_ARGV, T_SESSION, "exec argv / session command"},
+        {T_ARGV, T_SESSION_BIN, "exec argv / session /bin/true"},
         {T_CMD, T_EXECUTE, "exec command / execute (libcurl)"},
         {T_CMD, T_SESSION, "exec command / session command"},
 };
@@ -304,7 +307,8 @@ bench_one(struct bench *b, struct direct *d, struct cli *c, json_t *const ex[2],
                         exit(1);
                 break;
         case T_SESSION:
-                if (direct_session_exec(d) != 200)
+        case T_SESSION_BIN:
+                if (direct_session_exec(d, k == T_SESSION ? "true" : "/bin/true") != 200)
                         exit(1);
                 break;
         default:
@@ -383,6 +387,7 @@ bench_report(struct rounds *r)
                 [T_CMD] = "sandboxd exec {command:\"true\"}",
                 [T_EXECUTE] = "API execute, libcurl in process",
                 [T_SESSION] = "API session command (POST, log)",
+                [T_SESSION_BIN] = "API session command /bin/true",
                 [T_CLI] = "API execute, curl CLI",
         };
 
