@@ -155,7 +155,20 @@ judge(json_t *spec)
         const char *backend = json_string_value(json_object_get(spec, "backend"));
         bool host = reaches_host(spec);
 
-        for (int unpriv = 0; unpriv < 2; unpriv++) {
+        static struct policy_docker_limits lim;
+        static const struct policy_host h = {.cpus = 2, .mem = INT64_C(4) << 30, .pid_max = 32768};
+        static json_t *sec;
+
+        /* the daemon's maxima and images on every other pass (NULL: the read-back's) */
+        if (!sec) {
+                struct sbx_error err = {0};
+                sec = json_pack("{s:s}", "images", "busybox:*, alpine:3.19, x.io/a/b:1");
+                if (policy_docker_limits_parse(sec, &h, &lim, &err) < 0)
+                        abort();
+        }
+        for (int pass = 0; pass < 4; pass++) {
+                int unpriv = pass & 1;
+                ctx.docker_limits = pass & 2 ? &lim : NULL;
                 ctx.unprivileged = unpriv;
                 ctx.caller_uid = unpriv ? 1000 : 0;
                 /* ... whose host paths are resolved as it could (policy/hostpath.c) */

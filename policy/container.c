@@ -276,6 +276,8 @@ container_check(struct eval *ev, int unit, json_t *spec, json_t *facts)
         j.unprivileged = ctx && ctx->unprivileged && backend && !strcmp(backend, "docker");
         j.uid = ctx ? ctx->caller_uid : 0;
         container_judge(&j, spec);
+        if (ctx && ctx->docker_limits && backend && !strcmp(backend, "docker"))
+                limits_check(&j, spec, ctx->docker_limits);
 }
 
 /* A field name an operator may list: a Go identifier that Docker would not read as one of the

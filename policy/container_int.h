@@ -98,4 +98,18 @@ bool mount_volume_name_ok(const char *name);
 /* An absolute container path. */
 bool mount_target_ok(const char *target);
 
+/* ---- container_limits.c, container_image.c: the operator's maxima and images ---- */
+
+/* Judges a docker spec against l: resources.* and docker.host_config limits, and the image
+ * of an unprivileged caller (image_check). */
+void limits_check(struct cjudge *j, json_t *spec, const struct policy_docker_limits *l);
+/* "64m", "2G", "1048576" (k, m, g, t, p, e: powers of 1024): bytes. 0 or -EINVAL. */
+int limits_size_parse(const char *s, int64_t *out);
+/* The image spec runs (its own, else l->image) is one of l->images, for an unprivileged
+ * caller; else invalid naming "image". */
+void image_check(struct cjudge *j, json_t *spec, const struct policy_docker_limits *l);
+/* Every entry of the operator's images list (NULL: empty) is NAME:TAG, NAME:* or
+ * NAME@sha256:HEX; else -EINVAL and err names the entry. */
+int image_list_check(const char *list, struct sbx_error *err);
+
 #endif

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "protocol/error.h"
 
@@ -52,6 +53,43 @@ struct policy_who {
         size_t ngroups;
 };
 
+/* The image a docker sandbox runs when its spec names none ([backend.docker] image). */
+#define POLICY_DOCKER_IMAGE "debian:bookworm-slim"
+
+/* What the host offers, for the shipped defaults of struct policy_docker_limits. */
+struct policy_host {
+        long cpus;       /* online CPUs */
+        int64_t mem;     /* physical memory, bytes */
+        int64_t pid_max; /* kernel.pid_max */
+};
+
+/* The operator's maxima of [backend.docker] (docs/backends/docker.md, "Limits and images"):
+ * per sandbox, per uid (the sum over its live docker sandboxes), and the images an
+ * unprivileged caller may run. Sizes in bytes; memory ones rounded up to whole MiB. */
+struct policy_docker_limits {
+        int64_t pids;            /* pids_limit: PidsLimit when the spec gives none */
+        int64_t max_pids;        /* max_pids */
+        int64_t max_pids_user;   /* max_pids_per_user */
+        int64_t memory;          /* memory: Memory when the spec gives none */
+        int64_t max_memory;      /* max_memory */
+        int64_t max_memory_user; /* max_memory_per_user */
+        int64_t max_nano_cpus;   /* max_cpus × 1e9 */
+        int64_t max_cpu_shares;  /* max_cpu_shares */
+        const char *images;      /* images: comma/blank separated allowlist, borrowed; "" none */
+        const char *image;       /* image: the default image, borrowed */
+        bool allow_pull;         /* allow_pull: an unprivileged caller's create may pull */
+};
+
+/* Parses the [backend.docker] section (borrowed, may be NULL; strings stay borrowed) into
+ * out, with host's defaults where a key is absent. 0, or -EINVAL with err naming the key
+ * (out is then all zeros: every request is above a maximum). */
+int policy_docker_limits_parse(json_t *section, const struct policy_host *host,
+                               struct policy_docker_limits *out, struct sbx_error *err);
+/* The pids and memory (bytes) a docker sandbox of spec (borrowed) takes against the per-uid
+ * maxima: what it asks for, or the defaults of l. */
+void policy_docker_usage(const struct policy_docker_limits *l, json_t *spec, int64_t *pids,
+                         int64_t *mem);
+
 /* Facts about where a command would run. All fields optional (NULL / false / 0). */
 struct policy_ctx {
         const char *backend; /* "local", "docker", … */
@@ -84,6 +122,9 @@ struct policy_ctx {
         const char *unchecked_fields; /* operator: HostConfig fields accepted unchecked, "A, B" */
         const char *volume_drivers;   /* operator: volume drivers accepted besides local */
         const char *runtime;          /* operator: the OCI runtime of sandboxes; NULL: Docker's */
+        /* operator: the docker maxima and images (NULL: not judged; the daemon always gives
+         * them for a sandbox.create, the read-back of a created container does not) */
+        const struct policy_docker_limits *docker_limits;
         /* With resolve_as set, host paths (bind sources, volume devices) are resolved as who
          * could resolve them, not with the daemon's rights (for a caller that is neither root
          * nor the daemon's uid): what lies behind a directory it may not search is not for it

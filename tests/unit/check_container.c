@@ -32,7 +32,16 @@ enum who {
         UNPRIV, /* uid 1000 against a root daemon */
         RUNSC,  /* root, with [backend.docker] runtime = runsc */
         EXTRA,  /* root, with unchecked_host_config_fields = Foo and volume_drivers = rexray */
+        LIM,    /* root, with the [backend.docker] maxima of lim (the host: 4 CPUs, 8 GiB) */
+        ULIM,   /* uid 1000, with the maxima and images of lim */
+        UNONE,  /* uid 1000, with the maxima of lim and no images listed */
 };
+
+#define HEXA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define DIGA "sha256:" HEXA
+static const struct policy_host host = {.cpus = 4, .mem = INT64_C(8) << 30, .pid_max = 32768};
+static struct policy_docker_limits lim, lim_none;
+static json_t *lim_sec; /* lim's strings are borrowed from it */
 
 static json_t *
 j(const char *s)
@@ -63,12 +72,20 @@ ctx_for(enum who w)
         c.runtime = w == RUNSC ? "runsc" : NULL;
         c.unchecked_fields = w == EXTRA ? "Foo, Bar" : NULL;
         c.volume_drivers = w == EXTRA ? "rexray" : NULL;
+        c.unprivileged |= w == ULIM || w == UNONE;
+        c.caller_uid = c.unprivileged ? 1000 : 0;
+        c.docker_limits = w == LIM || w == ULIM ? &lim : w == UNONE ? &lim_none : NULL;
         return c;
 }
 
 static void
 setup(void)
 {
+        struct sbx_error err = {0};
+
+        lim_sec = j("{'images':'sandboxd-test:busybox, alpine:*, ghcr.io/org/tool@" DIGA "'}");
+        ck_assert_int_eq(policy_docker_limits_parse(lim_sec, &host, &lim, &err), 0);
+        ck_assert_int_eq(policy_docker_limits_parse(NULL, &host, &lim_none, &err), 0);
         pol = policy_new_default();
         facts = j("{'volumes':{"
                   "'evil':{'Driver':'local','Options':{'type':'none','o':'bind','device':'/etc'}},"
@@ -99,6 +116,7 @@ teardown(void)
 {
         pol = policy_free(pol);
         json_decref(facts);
+        json_decref(lim_sec);
 }
 
 /* ---- specs ---- */
@@ -112,6 +130,9 @@ struct scase {
 
 #define HC(x)  "{'backend':'docker','docker':{'host_config':{" x "}}}"
 #define MNT(x) "{'backend':'docker','mounts':[" x "]}"
+#define RES(x) "{'backend':'docker','resources':{" x "}}"
+#define IMG(x) "{'backend':'docker','image':'" x "'}"
+#define HEXB   "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 static const struct scase scases[] = {
         {"{'backend':'docker'}", A, NULL, ROOT},
@@ -425,6 +446,83 @@ static const struct scase scases[] = {
          "container.mount-host", UNPRIV},
         {"{'backend':'singularity','singularity':{'binds':['/etc:/e']}}", D,
          "container.mount-system", ROOT},
+        /* [backend.docker] maxima (lim: pids 512 of 4096, memory 512m of 4g, 4 CPUs, shares
+         * 1024), for root as for anyone */
+        {RES("'pids':4194304"), D, "=resources.pids", LIM},
+        {RES("'pids':4096"), A, NULL, LIM},
+        {HC("'PidsLimit':4194304"), D, "=docker.host_config.PidsLimit", LIM},
+        {HC("'PidsLimit':4097"), D, "=docker.host_config.PidsLimit", ULIM},
+        {HC("'PidsLimit':4096"), A, NULL, LIM},
+        {HC("'PidsLimit':0"), D, "container.pids-limit", LIM},
+        {RES("'memory_mb':4097"), D, "=resources.memory_mb", LIM},
+        {RES("'memory_mb':4096"), A, NULL, LIM},
+        {HC("'Memory':0"), D, "=docker.host_config.Memory", LIM},
+        {HC("'Memory':null"), D, "=docker.host_config.Memory", LIM},
+        {HC("'Memory':-1"), D, "=docker.host_config.Memory", LIM},
+        {HC("'Memory':4294967297"), D, "=docker.host_config.Memory", LIM},
+        {HC("'Memory':4294967296"), A, NULL, LIM},
+        {HC("'MemorySwap':134217728"), D, "=docker.host_config.MemorySwap", LIM},
+        {HC("'Memory':67108864,'MemorySwap':-1"), D, "=docker.host_config.MemorySwap", LIM},
+        {HC("'Memory':67108864,'MemorySwap':201326592"), D, "=docker.host_config.MemorySwap", LIM},
+        {HC("'Memory':67108864,'MemorySwap':134217728"), A, NULL, LIM},
+        /* with resources.memory_mb the backend refuses Memory (a conflict, named there) */
+        {"{'backend':'docker','resources':{'memory_mb':64},'docker':{'host_config':{'Memory':0}}}",
+         A, NULL, LIM},
+        {RES("'cpus':4.5"), D, "=resources.cpus", LIM},
+        {RES("'cpus':4"), A, NULL, LIM},
+        {HC("'NanoCpus':4000000001"), D, "=docker.host_config.NanoCpus", LIM},
+        {HC("'NanoCpus':4000000000"), A, NULL, LIM},
+        {HC("'CpuQuota':500000"), D, "=docker.host_config.CpuQuota", LIM},
+        {HC("'CpuQuota':100000,'CpuPeriod':10000"), D, "=docker.host_config.CpuQuota", LIM},
+        {HC("'CpuQuota':400000"), A, NULL, LIM},
+        {HC("'CpuShares':262144"), D, "=docker.host_config.CpuShares", LIM},
+        {HC("'CpuShares':-2"), D, "=docker.host_config.CpuShares", LIM},
+        {HC("'CpuShares':1024"), A, NULL, LIM},
+        /* shm and tmpfs within the sandbox's memory (the default 512m when none is given) */
+        {HC("'ShmSize':536870913"), D, "=docker.host_config.ShmSize", LIM},
+        {HC("'ShmSize':536870912"), A, NULL, LIM},
+        {HC("'Memory':1073741824,'ShmSize':1073741824"), A, NULL, LIM},
+        {"{'backend':'docker','resources':{'memory_mb':64},'docker':{'host_config':{'ShmSize':"
+         "67108865}}}",
+         D, "=docker.host_config.ShmSize", LIM},
+        {HC("'Tmpfs':{'/x':'rw,size=1g'}"), D, "=docker.host_config.Tmpfs./x", LIM},
+        {HC("'Tmpfs':{'/x':'size=50%'}"), D, "=docker.host_config.Tmpfs./x", LIM},
+        {HC("'Tmpfs':{'/x':'rw,size=512m,mode=1777'}"), A, NULL, LIM},
+        {HC("'Mounts':[{'Type':'tmpfs','Target':'/t','TmpfsOptions':{'SizeBytes':"
+            "1073741824}}]"),
+         D, "=docker.host_config.Mounts[0].TmpfsOptions.SizeBytes", LIM},
+        {HC("'Mounts':[{'Type':'tmpfs','Target':'/t','TmpfsOptions':{'SizeBytes':1048576}}]"), A,
+         NULL, LIM},
+        /* images of an unprivileged caller: listed, by name:tag, name:* or digest */
+        {IMG("sandboxd-test:busybox"), A, NULL, ULIM},
+        {IMG("docker.io/library/sandboxd-test:busybox"), A, NULL, ULIM},
+        {IMG("index.docker.io/sandboxd-test:busybox"), A, NULL, ULIM},
+        {IMG("sandboxd-test:other"), D, "=image", ULIM},
+        {IMG("sandboxd-test"), D, "=image", ULIM},
+        {IMG("alpine:3.19"), A, NULL, ULIM},
+        {IMG("library/alpine:edge"), A, NULL, ULIM},
+        {IMG("alpine@" DIGA), A, NULL, ULIM},
+        {IMG("alpine"), D, "=image", ULIM},
+        {IMG("Alpine:3"), D, "=image", ULIM},
+        {IMG("evil.io/alpine:3"), D, "=image", ULIM},
+        {IMG("ghcr.io/org/tool@" DIGA), A, NULL, ULIM},
+        {IMG("ghcr.io/org/tool:latest"), D, "=image", ULIM},
+        {IMG("ghcr.io/org/tool:latest@" DIGA), A, NULL, ULIM},
+        {IMG("ghcr.io/org/tool@sha256:" HEXB), D, "=image", ULIM},
+        {IMG("sandboxd-test:busybox@sha256:" HEXB), D, "=image", ULIM},
+        /* image IDs and names dockerd may take for ID prefixes */
+        {IMG(DIGA), D, "=image", ULIM},
+        {IMG("sha256:abcdef"), D, "=image", ULIM},
+        {IMG("abcdef"), D, "=image", ULIM},
+        {IMG("abcdef:latest"), D, "=image", ULIM},
+        {IMG(HEXA), D, "=image", ULIM},
+        {IMG("alpine:"), D, "=image", ULIM},
+        {IMG("alpine:*"), D, "=image", ULIM},
+        /* no image: the default (debian:bookworm-slim) is judged as any other */
+        {"{'backend':'docker'}", D, "=image", ULIM},
+        {IMG("sandboxd-test:busybox"), D, "=image", UNONE},
+        /* root and the daemon's user run any image */
+        {IMG("abcdef"), A, NULL, LIM},
 };
 
 START_TEST(test_specs)
@@ -779,6 +877,162 @@ START_TEST(test_config_check)
 }
 END_TEST
 
+/* ---- [backend.docker] maxima and images ---- */
+
+/* A refusal says what was refused, the maximum (or the list) and how to allow it. */
+static const struct {
+        const char *spec;
+        enum who who;
+        const char *says[4];
+} limit_msgs[] = {
+        {HC("'PidsLimit':4194304"), LIM, {"PidsLimit", "4194304", "4096", "max_pids"}},
+        {RES("'memory_mb':8192"),
+         LIM,
+         {"resources.memory_mb", "8192 MiB", "4096 MiB", "max_memory"}},
+        {HC("'CpuShares':262144"), LIM, {"CpuShares", "262144", "1024", "max_cpu_shares"}},
+        {RES("'cpus':16"), LIM, {"resources.cpus", "16", "4", "max_cpus"}},
+        {HC("'Memory':0"), LIM, {"Memory", "no limit", "max_memory", NULL}},
+        {IMG("busybox:latest"),
+         ULIM,
+         {"'busybox:latest'", "[backend.docker] images", "busybox:*", NULL}},
+        {IMG("busybox:latest"),
+         UNONE,
+         {"'busybox:latest'", "images is empty", "images = busybox:latest", NULL}},
+        {IMG("busybox"), ULIM, {"'busybox'", "neither a tag nor a digest", "busybox:latest", NULL}},
+        {IMG("abcdef:1"), ULIM, {"image ID", NULL, NULL, NULL}},
+        {IMG("Busybox:1"), ULIM, {"lower-case", NULL, NULL, NULL}},
+        {IMG("busybox@sha256:abc"), ULIM, {"64 lower-case hex", NULL, NULL, NULL}},
+        {IMG("bad:host/busybox:1"), ULIM, {"HOST[:PORT]", NULL, NULL, NULL}},
+};
+
+START_TEST(test_limit_messages)
+{
+        struct policy_ctx ctx = ctx_for(limit_msgs[_i].who);
+        struct policy_result r;
+        json_t *spec = j(limit_msgs[_i].spec);
+
+        policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+        ck_assert_int_eq(r.invalid.code, -32602);
+        for (int k = 0; k < 4 && limit_msgs[_i].says[k]; k++)
+                ck_assert_msg(strstr(r.invalid.message, limit_msgs[_i].says[k]), "'%s' not in: %s",
+                              limit_msgs[_i].says[k], r.invalid.message);
+        policy_result_clear(&r);
+        json_decref(spec);
+}
+END_TEST
+
+/* The shipped defaults follow the host: pid_max / 4 per uid, half its memory per sandbox,
+ * its CPUs; the defaults of a spec are below the maxima. */
+START_TEST(test_limits_defaults)
+{
+        ck_assert_int_eq(lim.max_pids_user, 8192);
+        ck_assert_int_eq(lim.max_pids, 4096);
+        ck_assert_int_eq(lim.pids, 512);
+        ck_assert_int_eq(lim.max_memory_user, INT64_C(8) << 30);
+        ck_assert_int_eq(lim.max_memory, INT64_C(4) << 30);
+        ck_assert_int_eq(lim.memory, 512 << 20);
+        ck_assert_int_eq(lim.max_nano_cpus, INT64_C(4000000000));
+        ck_assert_int_eq(lim.max_cpu_shares, 1024);
+        ck_assert_str_eq(lim.image, POLICY_DOCKER_IMAGE);
+        ck_assert(!lim.allow_pull);
+        ck_assert_ptr_null(lim_none.images);
+}
+END_TEST
+
+/* Keys of [backend.docker]: a bad value or an order that cannot hold names the key. */
+static const struct {
+        const char *sec;
+        const char *param; /* NULL: accepted */
+} lim_configs[] = {
+        {"{'pids_limit':'0'}", "pids_limit"},
+        {"{'pids_limit':'5000'}", "pids_limit"},
+        {"{'pids_limit':5000,'max_pids':5000}", NULL},
+        {"{'max_pids':'lots'}", "max_pids"},
+        {"{'max_pids':'9000'}", "max_pids"},
+        {"{'max_pids_per_user':'100'}", NULL}, /* max_pids and pids_limit follow it down */
+        {"{'max_pids_per_user':'100','max_pids':'200'}", "max_pids"},
+        {"{'memory':'2g','max_memory':'1g'}", "memory"},
+        {"{'max_memory':'16g'}", "max_memory"},
+        {"{'memory':'1x'}", "memory"},
+        {"{'memory':'1m'}", "memory"},
+        {"{'memory':'64M','max_memory':'1G','max_memory_per_user':'2G'}", NULL},
+        {"{'max_cpus':'0.5'}", NULL},
+        {"{'max_cpus':'many'}", "max_cpus"},
+        {"{'max_cpus':0}", "max_cpus"},
+        {"{'max_cpu_shares':'1'}", "max_cpu_shares"},
+        {"{'max_cpu_shares':'2048'}", NULL},
+        {"{'images':'busybox'}", "images"},
+        {"{'images':'busybox:*, ghcr.io/a/b:1 x@" DIGA "'}", NULL},
+        {"{'images':'abc123:*'}", "images"},
+        {"{'images':['busybox:1']}", "images"},
+        {"{'allow_pull':'maybe'}", "allow_pull"},
+        {"{'allow_pull':'Yes'}", NULL},
+};
+
+START_TEST(test_limits_config)
+{
+        struct policy_docker_limits l;
+        struct sbx_error err = {0};
+        json_t *sec = j(lim_configs[_i].sec);
+        int rc = policy_docker_limits_parse(sec, &host, &l, &err);
+
+        if (!lim_configs[_i].param) {
+                ck_assert_msg(rc == 0, "%s: %s", lim_configs[_i].sec, err.message);
+        } else {
+                ck_assert_msg(rc < 0, "%s accepted", lim_configs[_i].sec);
+                ck_assert_str_eq(json_string_value(json_object_get(err.data, "param")),
+                                 lim_configs[_i].param);
+                ck_assert_ptr_nonnull(strstr(err.message, "[backend.docker]"));
+                ck_assert_int_eq(l.max_pids, 0); /* all zeros: nothing passes */
+        }
+        sbx_error_clear(&err);
+        json_decref(sec);
+}
+END_TEST
+
+/* Values as an INI file gives them: sizes rounded up to MiB, CPUs in nanos, pulls allowed. */
+START_TEST(test_limits_config_values)
+{
+        struct policy_docker_limits l;
+        struct sbx_error err = {0};
+        json_t *sec = j("{'memory':'100000000','max_pids':'100','max_cpus':'1.5','allow_pull':"
+                        "'on'}");
+
+        ck_assert_int_eq(policy_docker_limits_parse(sec, &host, &l, &err), 0);
+        ck_assert_int_eq(l.memory, 96 << 20);
+        ck_assert_int_eq(l.max_pids, 100);
+        ck_assert_int_eq(l.pids, 100); /* the default follows a lower maximum */
+        ck_assert_int_eq(l.max_nano_cpus, 1500000000);
+        ck_assert(l.allow_pull);
+        json_decref(sec);
+}
+END_TEST
+
+/* What a spec counts against max_pids_per_user and max_memory_per_user. */
+START_TEST(test_limits_usage)
+{
+        static const struct {
+                const char *spec;
+                int64_t pids, mem;
+        } u[] = {
+                {"{}", 512, 512 << 20},
+                {"{'resources':{'pids':100,'memory_mb':64}}", 100, 64 << 20},
+                {"{'docker':{'host_config':{'PidsLimit':7,'Memory':8388608}}}", 7, 8 << 20},
+                /* no limit (refused by the judgement) counts as the maximum */
+                {"{'docker':{'host_config':{'PidsLimit':0,'Memory':0}}}", 4096, INT64_C(4) << 30},
+        };
+        int64_t pids, mem;
+
+        for (size_t k = 0; k < ARRAY_SIZE(u); k++) {
+                json_t *spec = j(u[k].spec);
+                policy_docker_usage(&lim, spec, &pids, &mem);
+                ck_assert_int_eq(pids, u[k].pids);
+                ck_assert_int_eq(mem, u[k].mem);
+                json_decref(spec);
+        }
+}
+END_TEST
+
 /* ---- docker / podman argv ---- */
 
 struct ccase {
@@ -937,6 +1191,14 @@ suite(void)
         tcase_add_test(tc, test_hostpath_walk);
         tcase_add_test(tc, test_blkio_device_ok);
         tcase_add_test(tc, test_config_check);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("limits");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_loop_test(tc, test_limit_messages, 0, (int) ARRAY_SIZE(limit_msgs));
+        tcase_add_test(tc, test_limits_defaults);
+        tcase_add_loop_test(tc, test_limits_config, 0, (int) ARRAY_SIZE(lim_configs));
+        tcase_add_test(tc, test_limits_config_values);
+        tcase_add_test(tc, test_limits_usage);
         suite_add_tcase(s, tc);
         tc = tcase_create("cli");
         tcase_add_checked_fixture(tc, setup, teardown);
