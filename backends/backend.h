@@ -116,6 +116,7 @@ struct sandbox_spec {
                                   backend also hands it to the provider as a backstop */
         const char *state_dir; /* this sandbox's private directory on the host (exists, 0700) */
         const struct backend_identity *owner;
+        bool no_pull; /* docker: an image not on the host fails the create instead of a pull */
         const struct backend_upcalls *up; /* may be NULL (tests); see struct backend_upcalls */
         void *up_ctx;
 };

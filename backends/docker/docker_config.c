@@ -14,8 +14,9 @@
 #include "backends/agent/transport.h"
 #include "backends/credenv.h"
 #include "backends/docker/docker_int.h"
+#include "policy/policy.h"
 
-/* Every key of [backend.docker] (docs/backends/docker.md); the daemon reads the last four. */
+/* Every key of [backend.docker] (docs/backends/docker.md); the daemon reads the last ones. */
 static const char *const docker_config_keys[] = {
         "host",
         "cert_path",
@@ -35,6 +36,16 @@ static const char *const docker_config_keys[] = {
         "volume_drivers",
         "root_users",
         "root_groups",
+        /* the maxima and images: policy_docker_limits_parse (policy/container_limits.c) */
+        "max_pids",
+        "max_pids_per_user",
+        "memory",
+        "max_memory",
+        "max_memory_per_user",
+        "max_cpus",
+        "max_cpu_shares",
+        "images",
+        "allow_pull",
         NULL,
 };
 
@@ -260,7 +271,7 @@ docker_cfg_numbers(json_t *config, struct docker_state *d, struct sbx_error *err
 static int
 docker_cfg_strings(json_t *config, struct docker_state *d, struct sbx_error *err)
 {
-        d->default_image = docker_cfg_str(config, "image", NULL, "debian:bookworm-slim");
+        d->default_image = docker_cfg_str(config, "image", NULL, POLICY_DOCKER_IMAGE);
         d->default_network = docker_cfg_str(config, "network", NULL, "none");
         d->tmp_size = docker_cfg_str(config, "tmp_size", NULL, "512m");
         d->instance = docker_cfg_str(config, "instance", NULL, NULL);

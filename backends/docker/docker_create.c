@@ -448,12 +448,21 @@ docker_image_cb(void *ctx, long status, json_t *body, const char *raw, size_t le
 
         if (docker_create_cancelled(c))
                 return;
-        if (status == 200)
+        if (status == 200) {
                 docker_create_container(c);
-        else if (status == 404)
+        } else if (status == 404 && c->no_pull) {
+                sbx_error_backend(&c->err, "docker",
+                                  "image '%s' is not on the docker host, and [backend.docker] "
+                                  "allow_pull is off for callers that are neither root nor the "
+                                  "daemon's user: an operator pulls it (docker pull %s) or sets "
+                                  "allow_pull = true",
+                                  c->image, c->image);
+                docker_create_fail(c);
+        } else if (status == 404) {
                 docker_pull(c);
-        else
+        } else {
                 docker_create_fail_call(c, "inspect image", status, body, terr);
+        }
 }
 
 /* backend_ops.create: the image (pulled if missing), the container, its read-back, its start. */
@@ -474,6 +483,7 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
         c->image = xstrdup(spec->image ? spec->image : docker.default_image);
         c->sb->image = xstrdup(c->image);
         c->sb->use_agent = docker.agent != NULL;
+        c->no_pull = spec->no_pull;
         c->approved = json_object();
         c->layers = json_object();
         c->enforced = docker_create_enforced(spec);
