@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "backends/backend.h"
 #include "policy/policy.h"
@@ -474,7 +475,30 @@ config_check_ask_isolated(struct config_parse *p)
         }
 }
 
-/* [backend.docker] unchecked_host_config_fields and volume_drivers: see docs/policy.md. */
+/* The host's CPUs, memory and pid_max, read once (the shipped defaults of the docker
+ * maxima). */
+const struct policy_host *
+config_host(void)
+{
+        static struct policy_host h;
+        FILE *f;
+
+        if (h.cpus)
+                return &h;
+        h.cpus = MAX(sysconf(_SC_NPROCESSORS_ONLN), 1);
+        h.mem = (int64_t) sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+        h.pid_max = 32768; /* the kernel's default, should /proc not say */
+        if ((f = fopen("/proc/sys/kernel/pid_max", "re"))) {
+                long long n;
+                if (fscanf(f, "%lld", &n) == 1 && n > 0)
+                        h.pid_max = n;
+                fclose(f);
+        }
+        return &h;
+}
+
+/* [backend.docker] maxima and images (docs/backends/docker.md), unchecked_host_config_fields
+ * and volume_drivers (docs/policy.md). */
 static void
 config_check_docker_policy(struct config_parse *p)
 {
@@ -483,6 +507,15 @@ config_check_docker_policy(struct config_parse *p)
                 json_string_value(json_object_get(sec, "unchecked_host_config_fields"));
         struct sbx_error e = {0};
 
+        struct policy_docker_limits l;
+
+        if (policy_docker_limits_parse(sec, config_host(), &l, &e) < 0) {
+                config_error(p,
+                             config_line(p, "docker",
+                                         json_string_value(json_object_get(e.data, "param"))),
+                             "%s", e.message);
+                sbx_error_clear(&e);
+        }
         if (policy_container_config_check(
                     fields, json_string_value(json_object_get(sec, "volume_drivers")), &e) == 0)
                 return;

@@ -68,5 +68,9 @@ int config_load(const char *path, bool required, struct config **ret, struct sbx
 struct config *config_free(struct config *c);
 /* The [backend.NAME] section (borrowed, never NULL: an empty object when absent). */
 json_t *config_backend(const struct config *c, const char *name);
+struct policy_host;
+/* The host's CPUs, memory and kernel.pid_max, read at the first call (static): the shipped
+ * defaults of the [backend.docker] maxima. */
+const struct policy_host *config_host(void);
 
 #endif

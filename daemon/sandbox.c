@@ -493,6 +493,8 @@ sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
         s->owner = &sb->who;
         s->up = &sandbox_upcalls;
         s->up_ctx = sb;
+        if (!strcmp(sb->ops->name, "docker"))
+                sandbox_policy_docker_spec(s, &sb->who);
         return 0;
 }
 
@@ -715,18 +717,61 @@ sandbox_invalid(struct sandbox_create *sc)
         return true;
 }
 
+/* A new docker sandbox may not take its owner's docker sandboxes (it among them, and those
+ * being created) together above [backend.docker] max_pids_per_user or max_memory_per_user
+ * (-32004); after the judgement, so that a request above a per-sandbox maximum says so. */
+static int
+sandbox_docker_budget(const struct sandbox *self, struct sbx_error *err)
+{
+        const struct policy_docker_limits *l = sandbox_policy_docker_limits();
+        int64_t pids = 0, mem = 0, p, m;
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
+        {
+                struct sandbox *sb = LIST_ENTRY(pos, struct sandbox, node);
+                if (sb->owner != self->owner || sb->ops != self->ops || sb->state == SANDBOX_GONE)
+                        continue;
+                policy_docker_usage(l, sb->spec, &p, &m);
+                pids += p;
+                mem += m;
+        }
+        if (pids > l->max_pids_user)
+                sbx_error_limit(err, "max_pids_per_user", (long long) l->max_pids_user,
+                                "limit reached: uid %u's docker sandboxes would have %lld pids "
+                                "together, above [backend.docker] max_pids_per_user (%lld); "
+                                "destroy one, or ask for fewer (resources.pids)",
+                                (unsigned) self->owner, (long long) pids,
+                                (long long) l->max_pids_user);
+        else if (mem > l->max_memory_user)
+                sbx_error_limit(err, "max_memory_per_user", (long long) l->max_memory_user,
+                                "limit reached: uid %u's docker sandboxes would have %lld MiB "
+                                "of memory together, above [backend.docker] "
+                                "max_memory_per_user (%lld MiB); destroy one, or ask for less "
+                                "(resources.memory_mb)",
+                                (unsigned) self->owner, (long long) (mem >> 20),
+                                (long long) (l->max_memory_user >> 20));
+        return err->code ? -1 : 0;
+}
+
 /* Runs the container checks on the merged spec (facts: what the backend inspected, borrowed,
  * may be NULL), then approval, then the backend. */
 static void
 sandbox_judge(struct sandbox_create *sc, json_t *facts)
 {
         struct sandbox *sb = sc->sb;
+        struct sbx_error err = {0};
         struct policy_ctx pctx;
 
         sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
         policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
         if (sandbox_invalid(sc))
                 return;
+        if (!strcmp(sb->ops->name, "docker") && sandbox_docker_budget(sb, &err) < 0) {
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
         sb->host_access = sc->pr.host_access || pctx.host_access;
         sb->findings = policy_findings_json(&sc->pr);
         approval_decide(sc->conn, NULL, sb->host_access,

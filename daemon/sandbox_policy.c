@@ -22,6 +22,35 @@ docker_key(const char *key)
         return v && *v ? v : NULL;
 }
 
+/* The maxima of [backend.docker], parsed anew (the config may have been reloaded). */
+const struct policy_docker_limits *
+sandbox_policy_docker_limits(void)
+{
+        static struct policy_docker_limits l;
+        struct sbx_error err = {0};
+
+        /* checked at load; should it fail now, l is all zeros: every request is refused */
+        policy_docker_limits_parse(config_backend(g.config, "docker"), config_host(), &l, &err);
+        sbx_error_clear(&err);
+        return &l;
+}
+
+/* The defaults the operator set for what a docker spec leaves out (pids_limit, memory), as
+ * resources.*, and whether its image may be pulled. */
+void
+sandbox_policy_docker_spec(struct sandbox_spec *s, const struct backend_identity *who)
+{
+        const struct policy_docker_limits *l = sandbox_policy_docker_limits();
+        json_t *hc = json_object_get(s->section, "host_config");
+
+        if (!s->res.pids && !json_object_get(hc, "PidsLimit"))
+                s->res.pids = l->pids;
+        if (!s->res.memory_mb && !json_object_get(hc, "Memory") &&
+            !json_object_get(hc, "MemorySwap"))
+                s->res.memory_mb = l->memory >> 20;
+        s->no_pull = sandbox_policy_unprivileged(who->uid) && !l->allow_pull;
+}
+
 /* Fills ctx for judging a spec. */
 void
 sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, const struct backend_identity *who,
@@ -48,6 +77,7 @@ sandbox_policy_ctx(struct policy_ctx *ctx, const char *backend, const struct bac
         ctx->unchecked_fields = docker_key("unchecked_host_config_fields");
         ctx->volume_drivers = docker_key("volume_drivers");
         ctx->runtime = docker_key("runtime");
+        ctx->docker_limits = sandbox_policy_docker_limits();
         sandbox_policy_resolve_as(ctx, who);
 }
 

@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 
 struct backend_identity;
+struct sandbox_spec;
 
 /* Fills ctx (zeroed first) for judging spec (borrowed) of backend for the caller who
  * (borrowed). The strings point into g.config, who and spec: valid while they are. */
@@ -26,5 +27,11 @@ bool sandbox_policy_unprivileged(uid_t uid);
 /* What the operator of backend accepts beyond the allowlist, for backend.list details (new
  * object), or NULL for a backend without container checks. */
 json_t *sandbox_policy_operator(const char *backend);
+
+/* The [backend.docker] maxima and images (static; strings borrowed from g.config). */
+const struct policy_docker_limits *sandbox_policy_docker_limits(void);
+/* A docker sandbox's spec for the backend: the operator's pids_limit and memory where the
+ * spec sets no limit, and no pull for an unprivileged caller unless allow_pull. */
+void sandbox_policy_docker_spec(struct sandbox_spec *s, const struct backend_identity *who);
 
 #endif

@@ -21,10 +21,10 @@ from test_docker import (IMAGE, config, docker, docker_api, inspect, require_doc
                          stop_removing_containers)
 
 
-def nobody_daemon(extra="", state_dir=None):
-    """A root daemon (docker section lines in extra) that nobody may use too."""
-    d = Daemon(config(extra) + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n",
-               state_dir=state_dir)
+def nobody_daemon(extra="", state_dir=None, images=(IMAGE,)):
+    """A root daemon (docker section lines in extra) that nobody may use too, with images."""
+    d = Daemon(config("images = %s\n%s" % (", ".join(images), extra))
+               + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n", state_dir=state_dir)
     os.chmod(d.dir, 0o755)
     return d
 
@@ -52,7 +52,10 @@ class UnprivilegedEscapes(unittest.TestCase):
                        stop=lambda _: docker("volume", "rm", "-f", cls.rootvol, check=False))
         cls.own = class_resource(cls, tempfile.mkdtemp, prefix="sbxesc-own-", stop=os.rmdir)
         os.chown(cls.own, NOBODY, NOBODY)
-        cls.daemon = class_resource(cls, nobody_daemon, stop=stop_removing_containers)
+        # nobody may run the test image and one that is not on the host (pulls are off)
+        cls.absent = "sbxesc-absent-%d:latest" % os.getpid()
+        cls.daemon = class_resource(cls, nobody_daemon, "max_pids_per_user = 1000\n",
+                                    images=(IMAGE, cls.absent), stop=stop_removing_containers)
 
     def escapes(self):
         def hc(**fields):
@@ -138,11 +141,25 @@ class UnprivilegedEscapes(unittest.TestCase):
             # dockerd stat()s blkio paths as root: "no such file" told what /root holds
             (hc(BlkioDeviceReadBps=[{"Path": "/root/.bashrc", "Rate": 1}]),
              "=docker.host_config.BlkioDeviceReadBps[0].Path"),
+            # a fork bomb's pids, no memory limit, more CPU weight than anyone's
+            (hc(PidsLimit=4194304), "=docker.host_config.PidsLimit"),
+            ({"resources": {"pids": 4194304}}, "=resources.pids"),
+            (hc(Memory=0), "=docker.host_config.Memory"),
+            (hc(ShmSize=1 << 40), "=docker.host_config.ShmSize"),
+            (hc(Tmpfs={"/big": "size=1t"}), "=docker.host_config.Tmpfs./big"),
+            (hc(CpuShares=262144), "=docker.host_config.CpuShares"),
+            # images not listed in [backend.docker] images, and spellings of IDs
+            ({"image": "busybox:latest"}, "=image"),
+            ({"image": IMAGE.partition(":")[0]}, "=image"),
+            ({"image": docker("image", "inspect", "-f", "{{.Id}}", IMAGE).stdout.strip()},
+             "=image"),
+            ({"image": docker("image", "inspect", "-f", "{{.Id}}", IMAGE).stdout.strip()[7:19]},
+             "=image"),
         ]
 
     def test_every_escape_is_refused(self):
         cases = self.escapes()
-        calls = [["sandbox.create", dict(spec, backend="docker", image=IMAGE)]
+        calls = [["sandbox.create", dict({"backend": "docker", "image": IMAGE}, **spec)]
                  for spec, _ in cases]
         res = as_nobody(self.daemon.socket, calls, decision="once")
         for (spec, want), r in zip(cases, res):
@@ -185,6 +202,32 @@ class UnprivilegedEscapes(unittest.TestCase):
             self.assertEqual(labels["sandboxd.owner"], str(NOBODY))
         finally:
             docker("volume", "rm", "-f", vol, check=False)
+
+
+    def test_uid_budget_and_pulls(self):
+        """nobody's docker sandboxes share max_pids_per_user; a listed image not on the host
+        is not pulled for it."""
+        res = as_nobody(self.daemon.socket, decision="once", calls=[
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "big",
+                                "resources": {"pids": 900}}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "more"}],
+            ["sandbox.create", {"backend": "docker", "image": self.absent, "name": "pull",
+                                "resources": {"pids": 50}}],
+            ["sandbox.destroy", {"id": "big"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "more"}],
+            ["sandbox.destroy", {"id": "more"}],
+        ])
+        self.assertIn("result", res[0], res[0])
+        e = res[1]["error"]
+        self.assertEqual(e["code"], -32004, e)
+        self.assertEqual(e["data"]["limit"], "max_pids_per_user", e)
+        self.assertIn("1200 pids", e["message"])
+        e = res[2]["error"]
+        self.assertEqual(e["code"], -32005, e)
+        self.assertIn("allow_pull", e["message"])
+        self.assertIn(self.absent, e["message"])
+        self.assertIn("result", res[4], res[4])  # the budget is back once big is gone
+        self.assertEqual(docker("image", "ls", "-q", self.absent).stdout.strip(), "")
 
 
 class OperatorAdditions(unittest.TestCase):
@@ -308,7 +351,8 @@ class RunsAsCaller(unittest.TestCase):
         cls.vol = cls.tag + "-vol"
         class_resource(cls, lambda: None,
                        stop=lambda _: docker("volume", "rm", "-f", cls.vol, check=False))
-        cls.daemon = class_resource(cls, nobody_daemon, stop=stop_removing_containers)
+        cls.daemon = class_resource(cls, nobody_daemon, images=(IMAGE, cls.image),
+                                    stop=stop_removing_containers)
 
     def results(self, res):
         for r in res[:-1]:  # the last one is what came unsolicited

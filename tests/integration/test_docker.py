@@ -89,7 +89,7 @@ def stop_removing_containers(daemon):
 
 
 def config(extra=""):
-    return "[backend.docker]\nimage = %s\npids_limit = 300\n%s" % (IMAGE, extra)
+    return "[backend.docker]\nimage = %s\npids_limit = 300\nmemory = 256m\n%s" % (IMAGE, extra)
 
 
 class DockerDaemonTest(DaemonTest):
@@ -135,6 +135,8 @@ class DockerSandbox(DockerDaemonTest):
         # Through the agent, the agent is the init (PID 1, it reaps orphans); else docker-init.
         self.assertEqual(hc["Init"], not self.agent)
         self.assertEqual(hc["PidsLimit"], 300)  # from the config, not hard-coded
+        # the operator's default memory limit when the spec gives none, without swap
+        self.assertEqual((hc["Memory"], hc["MemorySwap"]), (256 << 20, 256 << 20))
         self.assertEqual(hc["NetworkMode"], "none")
         self.assertFalse(hc["Privileged"])
         self.assertEqual(hc["CgroupnsMode"], "private")

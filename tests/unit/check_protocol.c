@@ -297,6 +297,14 @@ START_TEST(test_config)
                 {"[backend.docker]\n\npids_limit = many\n",
                  ":3: [backend.docker] pids_limit = 'many' is not valid: expected a whole number"},
                 {"[backend.docker]\nrecreate = maybe\n", ":2: [backend.docker] recreate"},
+                /* the maxima and images (policy_docker_limits_parse), with their line */
+                {"[backend.docker]\npids_limit = 0\n",
+                 ":2: [backend.docker] pids_limit = \"0\" is not valid"},
+                {"[backend.docker]\nmax_pids = 100\n\npids_limit = 200\n",
+                 ":4: [backend.docker] pids_limit (200) is above max_pids (100)"},
+                {"[backend.docker]\n\nimages = busybox\n",
+                 ":3: [backend.docker] images: 'busybox' is not NAME:TAG"},
+                {"[backend.docker]\nallow_pull = maybe\n", ":2: [backend.docker] allow_pull"},
                 {"[backend.docker]\npids_limt = 3\n", ":2: unknown key 'pids_limt' in section "
                                                       "[backend.docker]"},
                 {"[backend.vmware]\nimage = x\n", ":2: unknown backend 'vmware'"},
@@ -342,7 +350,7 @@ START_TEST(test_config)
         unlink(path);
         strcpy(path, "/tmp/check-conf-XXXXXX");
         ck_assert_int_eq(write_conf(path, "[backend.docker]\nrecreate = Off\nagent = off\n"
-                                          "pids_limit = 0\n[backend.local]\nask_isolated = ask\n"),
+                                          "pids_limit = 1\n[backend.local]\nask_isolated = ask\n"),
                          0);
         ck_assert_int_eq(config_load(path, true, &c, &err), 0);
         config_free(c);
