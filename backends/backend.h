@@ -117,6 +117,9 @@ struct sandbox_spec {
         const char *state_dir; /* this sandbox's private directory on the host (exists, 0700) */
         const struct backend_identity *owner;
         bool no_pull; /* docker: an image not on the host fails the create instead of a pull */
+        /* docker: the image found must be listed under the name asked for (RepoTags or
+         * RepoDigests), not matched by an ID prefix */
+        bool image_named;
         const struct backend_upcalls *up; /* may be NULL (tests); see struct backend_upcalls */
         void *up_ctx;
 };

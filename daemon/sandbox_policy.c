@@ -36,7 +36,7 @@ sandbox_policy_docker_limits(void)
 }
 
 /* The defaults the operator set for what a docker spec leaves out (pids_limit, memory), as
- * resources.*, and whether its image may be pulled. */
+ * resources.*, whether its image may be pulled, and whether it must carry its name. */
 void
 sandbox_policy_docker_spec(struct sandbox_spec *s, const struct backend_identity *who)
 {
@@ -49,6 +49,7 @@ sandbox_policy_docker_spec(struct sandbox_spec *s, const struct backend_identity
             !json_object_get(hc, "MemorySwap"))
                 s->res.memory_mb = l->memory >> 20;
         s->no_pull = sandbox_policy_unprivileged(who->uid) && !l->allow_pull;
+        s->image_named = sandbox_policy_unprivileged(who->uid);
 }
 
 /* Fills ctx for judging a spec. */

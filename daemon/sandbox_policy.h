@@ -31,7 +31,8 @@ json_t *sandbox_policy_operator(const char *backend);
 /* The [backend.docker] maxima and images (static; strings borrowed from g.config). */
 const struct policy_docker_limits *sandbox_policy_docker_limits(void);
 /* A docker sandbox's spec for the backend: the operator's pids_limit and memory where the
- * spec sets no limit, and no pull for an unprivileged caller unless allow_pull. */
+ * spec sets no limit; for an unprivileged caller no pull unless allow_pull, and an image
+ * that must carry the name asked for. */
 void sandbox_policy_docker_spec(struct sandbox_spec *s, const struct backend_identity *who);
 
 #endif

@@ -214,6 +214,22 @@ image_check(struct cjudge *j, json_t *spec, const struct policy_docker_limits *l
         }
 }
 
+/* ref as dockerd shows it in RepoTags ("name:tag") or RepoDigests ("name@sha256:…"). */
+int
+policy_image_familiar(const char *ref, char *out, size_t n)
+{
+        struct image_ref r;
+        const char *why;
+
+        if (!image_parse(ref, false, &r, &why))
+                return -EINVAL;
+        if (*r.digest)
+                snprintf(out, n, "%s@%s", r.repo, r.digest);
+        else
+                snprintf(out, n, "%s:%s", r.repo, r.tag);
+        return 0;
+}
+
 static int
 image_entry_cb(const char *entry, void *ctx)
 {

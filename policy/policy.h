@@ -85,6 +85,11 @@ struct policy_docker_limits {
  * (out is then all zeros: every request is above a maximum). */
 int policy_docker_limits_parse(json_t *section, const struct policy_host *host,
                                struct policy_docker_limits *out, struct sbx_error *err);
+/* An image reference as dockerd lists it in an image's RepoTags ("busybox:1" for
+ * "docker.io/library/busybox:1") or, with a digest, RepoDigests ("name@sha256:…"), into out
+ * (n bytes, 512 is enough). 0, or -EINVAL for what the images allowlist would refuse (no tag
+ * or digest, an ID). */
+int policy_image_familiar(const char *ref, char *out, size_t n);
 /* The pids and memory (bytes) a docker sandbox of spec (borrowed) takes against the per-uid
  * maxima: what it asks for, or the defaults of l. */
 void policy_docker_usage(const struct policy_docker_limits *l, json_t *spec, int64_t *pids,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/docker/docker_int.h"
+#include "policy/policy.h"
 
 /* Creates and adopts whose cb is pending, for cancel(ctx). */
 struct list docker_creates = {&docker_creates, &docker_creates};
@@ -441,6 +442,28 @@ docker_pull(struct docker_create *c)
         free(ref);
 }
 
+/* Whether the inspected image (body) carries the name asked for: dockerd looks a name it has
+ * no tag for up as an image ID prefix, which must not hand an unprivileged caller an image of
+ * root's that no listed name names. */
+static bool
+docker_image_named(struct docker_create *c, json_t *body)
+{
+        char want[512];
+        const char *key;
+        json_t *e;
+        size_t i;
+
+        if (policy_image_familiar(c->image, want, sizeof(want)) < 0)
+                return false;
+        key = strchr(want, '@') ? "RepoDigests" : "RepoTags";
+        json_array_foreach(json_object_get(body, key), i, e)
+        {
+                if (json_is_string(e) && !strcmp(json_string_value(e), want))
+                        return true;
+        }
+        return false;
+}
+
 static void
 docker_image_cb(void *ctx, long status, json_t *body, const char *raw, size_t len, const char *terr)
 {
@@ -448,7 +471,13 @@ docker_image_cb(void *ctx, long status, json_t *body, const char *raw, size_t le
 
         if (docker_create_cancelled(c))
                 return;
-        if (status == 200) {
+        if (status == 200 && c->image_named && !docker_image_named(c, body)) {
+                sbx_error_backend(&c->err, "docker",
+                                  "image '%s': dockerd found an image that does not carry this "
+                                  "name (an ID prefix match); name an image by a tag it has",
+                                  c->image);
+                docker_create_fail(c);
+        } else if (status == 200) {
                 docker_create_container(c);
         } else if (status == 404 && c->no_pull) {
                 sbx_error_backend(&c->err, "docker",
@@ -484,6 +513,7 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
         c->sb->image = xstrdup(c->image);
         c->sb->use_agent = docker.agent != NULL;
         c->no_pull = spec->no_pull;
+        c->image_named = spec->image_named;
         c->approved = json_object();
         c->layers = json_object();
         c->enforced = docker_create_enforced(spec);

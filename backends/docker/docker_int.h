@@ -194,6 +194,7 @@ struct docker_create {
         bool adopting;
         bool cancelled;
         bool no_pull;     /* an image not on the host fails the create (spec->no_pull) */
+        bool image_named; /* the image found must carry its name (spec->image_named) */
         bool want_start;  /* agent mode: start once the attach is open (`docker start -a`) */
         bool starting;    /* the start call is in flight */
         bool agent_early; /* the agent answered (or failed: agent_error) before the start did */

@@ -1008,6 +1008,31 @@ START_TEST(test_limits_config_values)
 }
 END_TEST
 
+/* The names dockerd lists an image under, to check that it resolved the one asked for. */
+START_TEST(test_image_familiar)
+{
+        static const char *const f[][2] = {
+                {"docker.io/library/busybox:1", "busybox:1"},
+                {"index.docker.io/library/busybox:1", "busybox:1"},
+                {"library/busybox:latest", "busybox:latest"},
+                {"ghcr.io/a/b:2", "ghcr.io/a/b:2"},
+                {"localhost:5000/a:x", "localhost:5000/a:x"},
+                {"busybox:1@" DIGA, "busybox@" DIGA},
+                {"busybox", NULL},
+                {"7779002b4cce", NULL},
+                {DIGA, NULL},
+        };
+        char out[512];
+
+        for (size_t k = 0; k < ARRAY_SIZE(f); k++) {
+                int rc = policy_image_familiar(f[k][0], out, sizeof(out));
+                ck_assert_msg(f[k][1] ? rc == 0 : rc < 0, "%s: %d", f[k][0], rc);
+                if (f[k][1])
+                        ck_assert_str_eq(out, f[k][1]);
+        }
+}
+END_TEST
+
 /* What a spec counts against max_pids_per_user and max_memory_per_user. */
 START_TEST(test_limits_usage)
 {
@@ -1199,6 +1224,7 @@ suite(void)
         tcase_add_loop_test(tc, test_limits_config, 0, (int) ARRAY_SIZE(lim_configs));
         tcase_add_test(tc, test_limits_config_values);
         tcase_add_test(tc, test_limits_usage);
+        tcase_add_test(tc, test_image_familiar);
         suite_add_tcase(s, tc);
         tc = tcase_create("cli");
         tcase_add_checked_fixture(tc, setup, teardown);

@@ -1382,6 +1382,9 @@ fake_serve(int fd)
                 for (size_t i = 0; i < ARRAY_SIZE(fake_pull_lines); i++)
                         if (write(fd, fake_pull_lines[i], strlen(fake_pull_lines[i])) < 0)
                                 _exit(2);
+        } else if (strstr(req, "GET /v1.41/images/ghost:1/json")) {
+                /* what dockerd answers when an untagged name matched an image ID prefix */
+                fake_reply(fd, "200 OK", "{\"Id\":\"sha256:77\",\"RepoTags\":[\"root-secret:1\"]}");
         } else if (strstr(req, "GET /v1.41/images/slow/json"))
                 fake_reply(fd, "404 Not Found", "{\"message\":\"No such image\"}");
         else if (strstr(req, "POST /v1.41/images/create?fromImage=slow")) {
@@ -1559,6 +1562,37 @@ wait_progress(struct created *c)
                 ck_assert(uv_run(&loop, UV_RUN_ONCE));
 }
 
+/* An unprivileged caller's create (_i = 0: no_pull) does not pull a missing image, and (_i =
+ * 1: image_named) does not take an image that lacks the name it asked for. */
+START_TEST(test_no_pull_and_named_image_fake)
+{
+        char path[64], cfg[128];
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
+        pid = fake_start(path);
+        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
+        backend_up(cfg);
+        struct sandbox_spec s = spec_default("sbx_fake");
+        struct created c = {0};
+        s.image = _i == 0 ? "tiny" : "ghost:1";
+        s.no_pull = _i == 0;
+        s.image_named = _i == 1;
+        ops->create(&s, &c, progress_cb, create_cb);
+        run_until(&c.done);
+        ck_assert_ptr_null(c.sb);
+        ck_assert_int_eq(c.err.code, -32005);
+        ck_assert_msg(strstr(c.err.message, _i == 0 ? "allow_pull" : "ID prefix"), "%s",
+                      c.err.message);
+        ck_assert(!fake_saw("images/create"));
+        ck_assert(!fake_saw("containers/create"));
+        sbx_error_clear(&c.err);
+        spec_free(&s);
+        backend_down();
+        fake_stop(pid, path);
+}
+END_TEST
+
 /* _i = 0: cancelled during an image pull (nothing was made). _i = 1: cancelled while the
  * container's agent does not answer; the container is removed. */
 START_TEST(test_create_cancelled_leaves_nothing)
@@ -1653,6 +1687,7 @@ docker_suite(void)
         tcase_add_loop_test(tc, test_shell_state, 0, 2);
         tcase_add_loop_test(tc, test_pty_and_resize, 0, 2);
         tcase_add_test(tc, test_pull_progress_fake);
+        tcase_add_loop_test(tc, test_no_pull_and_named_image_fake, 0, 2);
         tcase_add_test(tc, test_probe_fake);
         tcase_add_loop_test(tc, test_create_cancelled_leaves_nothing, 0, 2);
         tcase_add_loop_test(tc, test_agent_resync_fake, 0, 2);
