@@ -1475,15 +1475,27 @@ fake_stop(pid_t pid, const char *path)
         unlink(fake_log);
 }
 
-START_TEST(test_pull_progress_fake)
+/* Starts the fake on a socket path of this process (written to path, 64 bytes) and brings the
+ * backend up on it in docker-exec mode; the fake's pid. */
+static pid_t
+fake_backend_up(char path[64])
 {
-        char path[64], cfg[128];
+        char cfg[128];
         pid_t pid;
 
-        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
+        snprintf(path, 64, "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
         pid = fake_start(path);
         snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
         backend_up(cfg);
+        return pid;
+}
+
+START_TEST(test_pull_progress_fake)
+{
+        char path[64];
+        pid_t pid;
+
+        pid = fake_backend_up(path);
         struct sandbox_spec s = spec_default("sbx_fake");
         struct created c = {0};
         s.image = "tiny";
@@ -1503,14 +1515,11 @@ END_TEST
  * container's init (its stream is not private) is refused. */
 START_TEST(test_agent_resync_fake)
 {
-        char path[64], cfg[160];
+        char path[64];
         pid_t pid;
         json_t *rec = json_pack("{s:s}", "container_id", _i == 0 ? "agentid" : "agentpid7");
 
-        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
-        pid = fake_start(path);
-        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
-        backend_up(cfg);
+        pid = fake_backend_up(path);
         struct sandbox_spec s = spec_default("sbx_fakeagent");
         struct created c = {0};
         ops->adopt(&s, rec, &c, create_cb);
@@ -1566,13 +1575,10 @@ wait_progress(struct created *c)
  * 1: image_named) does not take an image that lacks the name it asked for. */
 START_TEST(test_no_pull_and_named_image_fake)
 {
-        char path[64], cfg[128];
+        char path[64];
         pid_t pid;
 
-        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
-        pid = fake_start(path);
-        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\", \"agent\": \"off\"}", path);
-        backend_up(cfg);
+        pid = fake_backend_up(path);
         struct sandbox_spec s = spec_default("sbx_fake");
         struct created c = {0};
         s.image = _i == 0 ? "tiny" : "ghost:1";
