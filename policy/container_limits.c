@@ -303,12 +303,16 @@ lim_swap(struct cjudge *j, const struct lim_want *w)
                *swap = lim_hc(w, "MemorySwap", "memory_mb");
         json_int_t s = json_integer_value(swap);
 
-        if (!swap || json_is_null(swap) || s == 0)
+        /* Any MemorySwap, null and 0 too, keeps the default memory off (sandbox_policy.c):
+         * without Memory it would leave the container with no memory limit at all. */
+        if (!swap)
                 return;
         if (!mem)
                 cj_invalid(j, "docker.host_config.MemorySwap",
                            "needs Memory as well (set both, or neither and the default memory "
                            "limit applies)");
+        else if (json_is_null(swap) || s == 0)
+                return;
         else if (s < 0)
                 cj_invalid(j, "docker.host_config.MemorySwap",
                            "%lld is unlimited swap; give at most twice Memory", (long long) s);

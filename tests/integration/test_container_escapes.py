@@ -145,6 +145,7 @@ class UnprivilegedEscapes(unittest.TestCase):
             (hc(PidsLimit=4194304), "=docker.host_config.PidsLimit"),
             ({"resources": {"pids": 4194304}}, "=resources.pids"),
             (hc(Memory=0), "=docker.host_config.Memory"),
+            (hc(MemorySwap=None), "=docker.host_config.MemorySwap"),  # no default memory
             (hc(ShmSize=1 << 40), "=docker.host_config.ShmSize"),
             (hc(Tmpfs={"/big": "size=1t"}), "=docker.host_config.Tmpfs./big"),
             (hc(CpuShares=262144), "=docker.host_config.CpuShares"),

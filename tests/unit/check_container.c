@@ -462,6 +462,10 @@ static const struct scase scases[] = {
         {HC("'Memory':4294967297"), D, "=docker.host_config.Memory", LIM},
         {HC("'Memory':4294967296"), A, NULL, LIM},
         {HC("'MemorySwap':134217728"), D, "=docker.host_config.MemorySwap", LIM},
+        /* null and 0 keep the default memory off as well: no limit at all */
+        {HC("'MemorySwap':null"), D, "=docker.host_config.MemorySwap", LIM},
+        {HC("'MemorySwap':0"), D, "=docker.host_config.MemorySwap", LIM},
+        {HC("'Memory':67108864,'MemorySwap':0"), A, NULL, LIM},
         {HC("'Memory':67108864,'MemorySwap':-1"), D, "=docker.host_config.MemorySwap", LIM},
         {HC("'Memory':67108864,'MemorySwap':201326592"), D, "=docker.host_config.MemorySwap", LIM},
         {HC("'Memory':67108864,'MemorySwap':134217728"), A, NULL, LIM},
