@@ -289,14 +289,15 @@ docker_info_remaps(json_t *info)
         return false;
 }
 
-/* Whether a container's Config.User is root: "" (the image's, root for most), "0", "root",
- * with or without a group. */
+/* Whether a container's Config.User may be root, with or without a group: all but a uid in
+ * digits that is not 0. "" is the image's user (root for most); runc reads "00" and "+0" as
+ * uid 0 (strconv.Atoi), and a name is whatever uid the image's /etc/passwd gives it. */
 static bool
 docker_user_is_root(const char *u)
 {
         size_t n = strcspn(u, ":");
 
-        return n == 0 || (n == 1 && u[0] == '0') || (n == 4 && !strncmp(u, "root", 4));
+        return n == 0 || strspn(u, "0123456789") != n || strspn(u, "0") == n;
 }
 
 /* An adopted container of an owner that must run as itself, found running as root (made before

@@ -498,17 +498,21 @@ class RunsAsCaller(unittest.TestCase):
         os.chmod(state, 0o755)
         d = nobody_daemon("root_users = nobody\n", state_dir=state)
         try:
-            sb = self.results(as_nobody(d.socket, decision="once", calls=[
-                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "k"}]]))[0]
-            self.assertEqual(sb["details"]["uid"], 0)
+            # the image's user, and uid 0 as runc also reads it ("+0" is strconv.Atoi's 0)
+            made = self.results(as_nobody(d.socket, decision="once", calls=[
+                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "k"}],
+                ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "z",
+                                    "docker": {"user": "+0"}}]]))
+            self.assertEqual([sb["details"]["uid"] for sb in made], [0, 0])
         finally:
             d.stop()
         d = nobody_daemon(state_dir=state)
         try:
-            res = as_nobody(d.socket, [["sandbox.get", {"id": "k"}]])
-            self.assertEqual(res[0]["error"]["code"], -32002, res)
-            self.assertIsNone(inspect(sb["details"]["container_id"]),
-                              "the root container was left running")
+            res = as_nobody(d.socket, [["sandbox.get", {"id": "k"}], ["sandbox.get", {"id": "z"}]])
+            for r, sb in zip(res, made):
+                self.assertEqual(r["error"]["code"], -32002, res)
+                self.assertIsNone(inspect(sb["details"]["container_id"]),
+                                  "the root container was left running")
             self.assertIn("must run as itself", d.read_log())
         finally:
             stop_removing_containers(d)
