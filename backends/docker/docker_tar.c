@@ -5,10 +5,18 @@
 
 #include "backends/docker/docker_int.h"
 
+/* A numeric field: octal digits and a NUL (width includes it), or GNU base-256 (0x80, then
+ * big-endian bytes) for a value they cannot hold, such as a uid of 2^21 or more (LDAP and SSSD
+ * hand those out): dropping its high digits would give the entry to another uid. */
 static void
 docker_tar_octal(char *field, size_t width, uint64_t v)
 {
-        /* width includes the terminating NUL; digits beyond it are dropped (sizes are capped) */
+        if (v >> (3 * (width - 1))) {
+                for (size_t i = width; i-- > 1; v >>= 8)
+                        field[i] = (char) (v & 0xff);
+                field[0] = (char) 0x80;
+                return;
+        }
         for (size_t i = width - 1; i-- > 0; v >>= 3)
                 field[i] = (char) ('0' + (v & 7));
         field[width - 1] = '\0';

@@ -483,6 +483,35 @@ START_TEST(test_unprivileged_owner)
 }
 END_TEST
 
+/* A uid of 2^21 or more (LDAP, SSSD) does not fit the tar header's 7 octal digits: the archive
+ * PUT that gives the owner its working directory must still give it to that uid, not to the
+ * uid its low digits make (2098152 would be 1000). */
+static gid_t big_groups[] = {2098152};
+static const struct backend_identity big = {2098152, 2098152,       big_groups,
+                                            1,       "sbxtest-big", "/home/sbxtest-big"};
+
+START_TEST(test_owner_with_a_large_uid)
+{
+        struct sandbox_spec sp = spec_default(NULL);
+        struct created c = {0};
+        char *argv[] = {"stat", "-c", "%u %g", "/work", NULL};
+        struct run r = {0};
+
+        backend_up(exec_mode(1));
+        sp.owner = &big;
+        sp.workdir = "/work";
+        struct backend_sandbox *sb = create_with(&sp, &c);
+        spec_free(&sp);
+        ck_assert_msg(sb != NULL, "create failed: %s", c.err.message);
+        run_argv(sb, argv, &r);
+        buf_append(&r.out, "", 1);
+        ck_assert_str_eq(r.out.data, "2098152 2098152\n");
+        run_free(&r);
+        destroy(sb);
+        backend_down();
+}
+END_TEST
+
 START_TEST(test_resources_and_section)
 {
         backend_up("{\"agent\": \"off\"}");
@@ -1672,6 +1701,7 @@ docker_suite(void)
         tcase_add_test(tc, test_probe_no_daemon);
         tcase_add_loop_test(tc, test_hardening, 0, 2);
         tcase_add_test(tc, test_unprivileged_owner);
+        tcase_add_test(tc, test_owner_with_a_large_uid);
         tcase_add_test(tc, test_resources_and_section);
         tcase_add_test(tc, test_policy_denies_dangerous_specs);
         tcase_add_test(tc, test_named_volume_bind_etc);
