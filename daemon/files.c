@@ -15,6 +15,7 @@
 #include "daemon/methods.h"
 #include "daemon/proc.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_policy.h"
 #include "protocol/codec.h"
 #include "protocol/params.h"
 #include "protocol/util.h"
@@ -140,6 +141,7 @@ file_judge_cb(void *ctx, const struct backend_file_target *t, backend_verdict_cb
                 json_pack("{s:s,s:s,s:s,s:s,s:s}", "kind", "file", "sandbox", sb->id, "backend",
                           sb->ops->name, "op", op->write ? "write" : "read", "path", op->path);
 
+        sandbox_policy_resolve_as(&pctx, &sb->who);
         op->judged = true;
         op->vdone = done;
         op->vop = vop;

@@ -88,6 +88,7 @@ void
 sandbox_policy_resolve_as(struct policy_ctx *ctx, const struct backend_identity *who)
 {
         ctx->resolve_as = sandbox_policy_unprivileged(who->uid);
+        ctx->caller_root = who->uid == 0;
         ctx->who = (struct policy_who){
                 .uid = who->uid, .gid = who->gid, .groups = who->groups, .ngroups = who->ngroups};
 }

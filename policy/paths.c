@@ -210,13 +210,22 @@ protected_hit(struct eval *ev, const char *path, bool ancestor)
         return false;
 }
 
+/* path is below /root, the home of the root caller (ctx->caller_root): its own, not the
+ * system's. */
+static bool
+root_own(struct eval *ev, const char *path)
+{
+        return ev->ctx && ev->ctx->caller_root && ev->ctx->home &&
+               streq(norm(ev, ev->ctx->home), "/root") && paths_below(path, "/root");
+}
+
 /* What deleting or changing path (recursively, when ancestor) would hit. */
 enum target
 paths_classify_path(struct eval *ev, const char *path, bool ancestor)
 {
         if (streq(path, "/"))
                 return T_ROOT;
-        if (analyze_in(path, sysroots))
+        if (analyze_in(path, sysroots) && !root_own(ev, path))
                 return T_SYSTEM;
         if (home_hit(ev, path))
                 return T_HOME;
@@ -573,7 +582,7 @@ paths_check_write(struct eval *ev, int k, const struct word *w, bool del)
                 analyze_add(ev, k, "write.credential", w->s, key);
         if (is_startup(ev, key, p))
                 analyze_add(ev, k, "write.startup", w->s, key);
-        for (const char *const *d = sys_write; p && *d; d++) {
+        for (const char *const *d = sys_write; p && *d && !root_own(ev, p); d++) {
                 if (paths_below(p, *d)) {
                         analyze_add(ev, k, "write.system", w->s, p);
                         break;

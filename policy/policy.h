@@ -136,6 +136,10 @@ struct policy_ctx {
          * to learn. */
         bool resolve_as;
         struct policy_who who;
+        /* The caller is root: its home /root (ctx->home, the account's, not $HOME) is its home
+         * and its workspace is its workspace, as /home/alice is alice's; for any other caller
+         * /root is a system directory. */
+        bool caller_root;
 };
 
 struct policy;

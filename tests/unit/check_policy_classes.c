@@ -665,6 +665,75 @@ START_TEST(test_limits_keep_floor_argv)
 }
 END_TEST
 
+/* ---- root's home is its home, not the system ---- */
+
+/* Who asks: root in its workspace, another uid whose account home is /root, root whose $HOME
+ * the request moved, and alice (the other side of /root). */
+enum root_who { ROOT, NOTROOT_HOME_ROOT, ROOT_ENV_HOME_ETC, ALICE };
+
+static const struct root_case {
+        enum root_who who;
+        const char *cmd;
+        enum policy_verdict v;
+        const char *rule;
+} root_cases[] = {
+        {ROOT, "cp a.txt b.txt", POLICY_ALLOW, NULL},
+        {ROOT, "echo hi > notes.txt", POLICY_ALLOW, NULL},
+        {ROOT, "rm a.txt; mkdir -p src; touch src/x.c", POLICY_ALLOW, NULL},
+        {ROOT, "rm -rf node_modules build", POLICY_ALLOW, NULL},
+        {ROOT, "tar xf a.tar", POLICY_ALLOW, NULL},
+        {ROOT, "echo hi > /root/notes.txt", POLICY_ALLOW, NULL},
+        {ROOT, "cp a.txt ~/b.txt", POLICY_ALLOW, NULL},
+        {ROOT, "echo hi > ~/.bashrc", POLICY_ASK, "write.startup"},
+        {ROOT, "echo hi >> /root/.profile", POLICY_ASK, "write.startup"},
+        {ROOT, "mkdir -p ~/.config/autostart; cp x.desktop ~/.config/autostart/", POLICY_ASK,
+         "write.startup"},
+        {ROOT, "tar xf a.tar -C ~", POLICY_ASK, "write.startup"},
+        {ROOT, "cp k ~/.ssh/authorized_keys", POLICY_ASK, "write.credential"},
+        {ROOT, "echo x > /etc/hosts", POLICY_ASK, "write.system"},
+        {ROOT, "cp a.txt /usr/local/bin/a", POLICY_ASK, "write.system"},
+        {ROOT, "echo x > ../../etc/passwd", POLICY_ASK, "write.system"},
+        {ROOT, "ln -s /etc e; echo x > e/passwd", POLICY_ASK, "write.system"},
+        {ROOT, "rm -rf ~", POLICY_DENY, "floor.rm-home"},
+        {ROOT, "rm -rf /root", POLICY_DENY, "floor.rm-home"},
+        {ROOT, "cd ..; rm -rf *", POLICY_DENY, "floor.rm-home"},
+        {ROOT, "rm -rf /usr/lib", POLICY_DENY, "floor.rm-system"},
+        {ROOT, "rm -rf /etc/*", POLICY_DENY, "floor.rm-system"},
+        /* /root is root's own only for root: for anyone else it is the system's */
+        {NOTROOT_HOME_ROOT, "cp a.txt b.txt", POLICY_ASK, "write.system"},
+        {NOTROOT_HOME_ROOT, "echo hi > /root/notes.txt", POLICY_ASK, "write.system"},
+        {NOTROOT_HOME_ROOT, "rm -rf /root", POLICY_DENY, "floor.rm-system"},
+        /* the account's home, not the $HOME a request sets */
+        {ROOT_ENV_HOME_ETC, "echo x > /etc/foo", POLICY_ASK, "write.system"},
+        {ROOT_ENV_HOME_ETC, "cp a.txt ~/b", POLICY_ASK, "write.system"},
+        {ROOT_ENV_HOME_ETC, "cp a.txt b.txt", POLICY_ALLOW, NULL},
+        {ALICE, "echo hi > /root/notes.txt", POLICY_ASK, "write.system"},
+        {ALICE, "cp a.txt /root/work/b", POLICY_ASK, "write.system"},
+        {ALICE, "rm -rf /root", POLICY_DENY, "floor.rm-system"},
+        {ALICE, "cp a.txt b.txt", POLICY_ALLOW, NULL},
+        {ALICE, "echo hi > ~/.bashrc", POLICY_ASK, "write.startup"},
+};
+
+START_TEST(test_root_home)
+{
+        const struct root_case *c = &root_cases[_i];
+        struct policy_ctx ctx = policy_test_ctx();
+        json_t *env = json_pack("{s:s}", "HOME", "/etc");
+        char what[32];
+
+        if (c->who != ALICE) {
+                ctx.cwd = ctx.workspace = "/root/work";
+                ctx.home = "/root";
+                ctx.caller_root = c->who != NOTROOT_HOME_ROOT;
+        }
+        if (c->who == ROOT_ENV_HOME_ETC)
+                ctx.env = env;
+        snprintf(what, sizeof(what), "root case %d", _i);
+        expect(&ctx, c->cmd, c->v, c->rule, what);
+        json_decref(env);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -679,6 +748,7 @@ suite(void)
         tcase_add_loop_test(tc, test_request_env, 0, (int) ARRAY_SIZE(env_cases));
         tcase_add_test(tc, test_request_env_git);
         tcase_add_test(tc, test_context_env_and_home);
+        tcase_add_loop_test(tc, test_root_home, 0, (int) ARRAY_SIZE(root_cases));
         tcase_add_test(tc, test_context_stdin);
         tcase_add_loop_test(tc, test_context_stdin_tools, 0, (int) ARRAY_SIZE(stdin_readers));
         tcase_add_test(tc, test_context_stdin_tool_text);
