@@ -284,6 +284,8 @@ enum backend_caps {
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,
                                  const struct sbx_error *err);
+/* preview_workdir's answer: the workdir (borrowed for the call) or NULL: not known. */
+typedef void (*backend_workdir_cb)(void *ctx, const char *workdir);
 typedef void (*backend_reaped_cb)(void *ctx, int removed, const struct sbx_error *err);
 /* A problem found in a [backend.NAME] section: key is the key at fault (NULL: the section as
  * a whole), message says what is wrong and what is expected, naming section and key. Both
@@ -296,6 +298,13 @@ struct backend_ops {
         /* The caps of a sandbox made from spec (sandbox.create params, borrowed; NULL: the
          * default sandbox's), when they depend on it. NULL: caps. See backend_caps(). */
         unsigned (*spec_caps)(json_t *spec);
+        /* The workdir create would give a sandbox of spec (borrowed until cb), found as
+         * create finds it (local: the home checked as its owner) but making nothing: cb gets
+         * it, or NULL when only the create can tell or it would fail; exactly once, maybe
+         * before this returns, at shutdown too. policy.check judges the default sandbox with
+         * it before the sandbox exists. May be NULL: never known (an image's WorkingDir, a
+         * remote home). */
+        void (*preview_workdir)(const struct sandbox_spec *spec, void *ctx, backend_workdir_cb cb);
 
         /* Process-wide setup with the daemon's [backend.NAME] config section (object of strings,
          * may be empty), to which the daemon adds "instance" (its state directory, unless the

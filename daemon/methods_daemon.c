@@ -295,81 +295,6 @@ check_parse(json_t *params, struct check_args *a, struct sbx_error *err)
         return 0;
 }
 
-/* The default sandbox an exec would get, before it exists: its backend, the caller's home
- * and account, the minimal environment. */
-static void
-check_preview(const struct check_args *a, const struct backend_identity *who,
-              struct policy_ctx *ctx, json_t **env)
-{
-        const char *backend = a->backend ? a->backend : g.config->default_backend;
-        const struct backend_ops *ops = backend_lookup(backend);
-        /* An unknown backend is judged as the host: the strictest reading. */
-        bool host = !ops || (backend_caps(ops, NULL) & BACKEND_CAP_HOST);
-        /* a host backend's sandbox: the caller's environment, home and cwd */
-        bool local = host && ops != NULL;
-
-        *env = local ? proc_base_env(who, false) : json_object();
-        if (local)
-                ctx->home = who->home;
-        if (a->env)
-                json_object_update(*env, a->env);
-        ctx->backend = backend;
-        ctx->host_access = host;
-        ctx->env = *env;
-        ctx->env_complete = ops && (backend_caps(ops, NULL) & BACKEND_CAP_EXACT_ENV);
-        ctx->request_env = a->env;
-        ctx->cwd = a->cwd ? a->cwd : local ? who->home : NULL;
-        ctx->workspace = a->cwd ? a->cwd : local ? who->home : NULL;
-        ctx->protected_paths = g.protected_paths;
-        ctx->daemon_pid = (long) getpid();
-        sandbox_policy_resolve_as(ctx, who);
-}
-
-/* The context: the named sandbox, the caller's default sandbox, or a preview of it. */
-static int
-check_ctx(struct rpc_req *req, const struct check_args *a, const struct backend_identity *who,
-          struct policy_ctx *ctx, json_t **env, struct sbx_error *err)
-{
-        uid_t uid = conn_uid(req->conn);
-        struct sandbox *sb;
-
-        if (a->spec) {
-                /* Judged as sandbox.create would judge it for this caller (but without
-                 * inspecting named volumes and containers: those are judged by the request). */
-                const char *backend =
-                        a->backend ? a->backend
-                                   : json_string_value(json_object_get(a->spec, "backend"));
-                sandbox_policy_ctx(ctx, backend ? backend : g.config->default_backend, who,
-                                   a->spec);
-                ctx->request_env = a->env;
-                *env = NULL;
-                return 0;
-        }
-        sb = sandbox_find(uid, a->sbname ? a->sbname : "default");
-        if (a->sbname && (!sb || sb->state != SANDBOX_READY)) {
-                sbx_error_set(err, SBX_E_NO_SANDBOX, NULL,
-                              "sandbox '%s' not found or not ready (sandbox.list shows yours)",
-                              a->sbname);
-                return -1;
-        }
-        if (sb && sb->state == SANDBOX_READY &&
-            (!a->backend || !strcmp(a->backend, sb->ops->name))) {
-                proc_policy_ctx(sb, a->cwd, a->env, ctx, env);
-        } else if (a->sbname) {
-                sbx_error_param(err, "backend",
-                                "invalid params: sandbox '%s' uses backend '%s', not '%s'",
-                                a->sbname, sb->ops->name, a->backend);
-                return -1;
-        } else {
-                check_preview(a, who, ctx, env);
-        }
-        if (a->stdin_text) {
-                ctx->stdin_data = a->stdin_text;
-                ctx->stdin_len = strlen(a->stdin_text);
-        }
-        return 0;
-}
-
 static void
 check_eval(const struct check_args *a, const struct policy_ctx *ctx, struct policy_result *r)
 {
@@ -387,31 +312,98 @@ check_eval(const struct check_args *a, const struct policy_ctx *ctx, struct poli
         }
 }
 
-/* policy.check */
+/* Answers with the judgement of a command as an exec in sb (with the request's cwd, env and
+ * stdin) would be judged: proc_policy_ctx is the exec's own. */
+static void
+check_in(struct rpc_req *req, const struct check_args *a, struct sandbox *sb)
+{
+        struct policy_ctx ctx = {0};
+        struct policy_result r = {0};
+        json_t *env;
+
+        proc_policy_ctx(sb, a->cwd, a->env, &ctx, &env);
+        if (a->stdin_text) {
+                ctx.stdin_data = a->stdin_text;
+                ctx.stdin_len = strlen(a->stdin_text);
+        }
+        check_eval(a, &ctx, &r);
+        policy_check_reply(req, &r, ctx.host_access);
+        json_decref(env);
+}
+
+/* Answers with the judgement of a sandbox.create spec as sandbox.create would judge it for
+ * this caller (but without inspecting named volumes and containers: those are judged by the
+ * request). */
+static void
+check_spec(struct rpc_req *req, const struct check_args *a)
+{
+        const char *backend =
+                a->backend ? a->backend : json_string_value(json_object_get(a->spec, "backend"));
+        struct policy_result r = {0};
+        struct backend_identity who;
+        struct policy_ctx ctx;
+
+        sandbox_identity(req->conn, &who);
+        sandbox_policy_ctx(&ctx, backend ? backend : g.config->default_backend, &who, a->spec);
+        ctx.request_env = a->env;
+        check_eval(a, &ctx, &r);
+        policy_check_reply(req, &r, ctx.host_access);
+        sandbox_identity_free(&who);
+}
+
+struct check_job {
+        struct rpc_req *req;
+        struct check_args a; /* borrowed from req->params */
+};
+
+static void
+check_preview_cb(void *ctx, struct sandbox *sb, struct sbx_error *err)
+{
+        struct check_job *j = ctx;
+
+        if (err)
+                rpc_error(j->req, err);
+        else
+                check_in(j->req, &j->a, sb);
+        free(j);
+}
+
+/* policy.check: in the named sandbox, the caller's default sandbox, or, before that exists,
+ * in what sandbox_default would make (sandbox_preview_default: nothing is made). */
 void
 method_policy_check(struct rpc_req *req)
 {
         struct check_args a = {0};
         struct sbx_error err = {0};
-        struct policy_result r = {0};
-        struct policy_ctx ctx = {0};
-        struct backend_identity who;
-        json_t *env = NULL;
+        struct check_job *j;
+        struct sandbox *sb;
 
         if (check_parse(req->params, &a, &err) < 0) {
                 rpc_error(req, &err);
                 return;
         }
-        sandbox_identity(req->conn, &who);
-        if (check_ctx(req, &a, &who, &ctx, &env, &err) < 0) {
-                sandbox_identity_free(&who);
-                rpc_error(req, &err);
+        if (a.spec) {
+                check_spec(req, &a);
                 return;
         }
-        check_eval(&a, &ctx, &r);
-        policy_check_reply(req, &r, ctx.host_access);
-        json_decref(env);
-        sandbox_identity_free(&who);
+        sb = sandbox_find(conn_uid(req->conn), a.sbname ? a.sbname : "default");
+        if (a.sbname && (!sb || sb->state != SANDBOX_READY)) {
+                rpc_error_msg(req, SBX_E_NO_SANDBOX,
+                              "sandbox '%s' not found or not ready (sandbox.list shows yours)",
+                              a.sbname);
+        } else if (sb && sb->state == SANDBOX_READY &&
+                   (!a.backend || !strcmp(a.backend, sb->ops->name))) {
+                check_in(req, &a, sb);
+        } else if (a.sbname) {
+                sbx_error_param(&err, "backend",
+                                "invalid params: sandbox '%s' uses backend '%s', not '%s'",
+                                a.sbname, sb->ops->name, a.backend);
+                rpc_error(req, &err);
+        } else {
+                j = xcalloc(1, sizeof(*j));
+                *j = (struct check_job){.req = req, .a = a};
+                sandbox_preview_default(req->conn, a.backend, check_preview_cb, j);
+        }
 }
 
 /* policy.reload */

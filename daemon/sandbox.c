@@ -465,16 +465,12 @@ sandbox_link_cb(void *up_ctx, enum backend_link st, const char *reason)
 
 static const struct backend_upcalls sandbox_upcalls = {.link = sandbox_link_cb};
 
-/* Fills sc->spec for the backend from the sandbox (and makes its state directory). */
-static int
-sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
+/* The fields of a backend's spec that come from sb's own (strings borrowed from it). */
+static void
+sandbox_spec_fields(struct sandbox *sb, struct sandbox_spec *s)
 {
-        struct sandbox *sb = sc->sb;
-        struct sandbox_spec *s = &sc->spec;
         json_t *res = json_object_get(sb->spec, "resources");
 
-        if (sandbox_make_state_dir(sb, err) < 0)
-                return -1;
         s->id = sb->id;
         s->name = sb->name;
         s->image = json_string_value(json_object_get(sb->spec, "image"));
@@ -489,8 +485,20 @@ sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
         s->res.pids = json_integer_value(json_object_get(res, "pids"));
         s->res.disk_mb = json_integer_value(json_object_get(res, "disk_mb"));
         s->timeout_s = sb->timeout_s;
-        s->state_dir = sb->state_dir;
         s->owner = &sb->who;
+}
+
+/* Fills sc->spec for the backend from the sandbox (and makes its state directory). */
+static int
+sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
+{
+        struct sandbox *sb = sc->sb;
+        struct sandbox_spec *s = &sc->spec;
+
+        if (sandbox_make_state_dir(sb, err) < 0)
+                return -1;
+        sandbox_spec_fields(sb, s);
+        s->state_dir = sb->state_dir;
         s->up = &sandbox_upcalls;
         s->up_ctx = sb;
         if (!strcmp(sb->ops->name, "docker"))
@@ -662,10 +670,10 @@ sandbox_reuse_check(struct sandbox *sb, json_t *params, const struct backend_ops
         return -EINVAL;
 }
 
-/* A new registered sandbox in state CREATING for params (borrowed); id, owner and name are
- * the caller's to fill. */
+/* A new sandbox in state CREATING for params (borrowed), not registered; id, owner and name
+ * are the caller's to fill. */
 static struct sandbox *
-sandbox_alloc(json_t *params, const struct backend_ops *ops)
+sandbox_alloc_unlisted(json_t *params, const struct backend_ops *ops)
 {
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
         json_t *env = json_object_get(params, "env");
@@ -681,8 +689,19 @@ sandbox_alloc(json_t *params, const struct backend_ops *ops)
         sb->idle_timeout_s =
                 (uint64_t) json_integer_value(json_object_get(params, "idle_timeout_s"));
         sb->approvals = json_object();
+        list_init(&sb->node);
         list_init(&sb->waiters);
         list_init(&sb->shell_queue);
+        return sb;
+}
+
+/* A new registered sandbox in state CREATING for params (borrowed); id, owner and name are
+ * the caller's to fill. */
+static struct sandbox *
+sandbox_alloc(json_t *params, const struct backend_ops *ops)
+{
+        struct sandbox *sb = sandbox_alloc_unlisted(params, ops);
+
         list_add_tail(&sandbox_all, &sb->node);
         return sb;
 }
@@ -910,16 +929,126 @@ method_sandbox_create(struct rpc_req *req)
         sandbox_create_params(req->conn, req->params, sandbox_reply_cb, r, &r->reused);
 }
 
+static json_t *
+sandbox_default_params(const char *backend)
+{
+        return json_pack("{s:s,s:s}", "name", "default", "backend", backend);
+}
+
 /* Resolves (or creates) the default sandbox. */
 void
 sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx)
 {
-        json_t *params =
-                json_pack("{s:s,s:s}", "name", "default", "backend", g.config->default_backend);
+        json_t *params = sandbox_default_params(g.config->default_backend);
         bool reused = false;
 
         sandbox_create_params(c, params, cb, ctx, &reused);
         json_decref(params);
+}
+
+/* The host access a create would find: the spec's judgement and the backend's caps (as in
+ * sandbox_judge), before the backend adds its own (local: network "host"). */
+static bool
+sandbox_preview_host_access(struct sandbox *sb)
+{
+        struct policy_result pr = {0};
+        struct policy_ctx pctx;
+        bool host;
+
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, NULL, &pr);
+        host = pr.host_access || pctx.host_access;
+        policy_result_clear(&pr);
+        return host;
+}
+
+struct sandbox_preview {
+        struct list node; /* in sandbox_previews while the backend looks */
+        struct sandbox *sb;
+        struct sandbox_spec spec;
+        sandbox_ready_cb cb;
+        void *ctx;
+};
+
+static struct list sandbox_previews = {&sandbox_previews, &sandbox_previews};
+
+static unsigned
+sandbox_previews_of(uid_t uid)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &sandbox_previews)
+        n += LIST_ENTRY(pos, struct sandbox_preview, node)->sb->owner == uid;
+        return n;
+}
+
+static void
+sandbox_preview_workdir_cb(void *ctx, const char *workdir)
+{
+        struct sandbox_preview *pv = ctx;
+
+        list_del(&pv->node);
+        if (workdir)
+                pv->sb->workdir = xstrdup(workdir);
+        pv->cb(pv->ctx, pv->sb, NULL);
+        sandbox_unref(pv->sb);
+        free(pv);
+}
+
+/* The sandbox sandbox_default would register for c with ops (new, not registered). */
+static struct sandbox *
+sandbox_preview_new(struct conn *c, const struct backend_ops *ops)
+{
+        json_t *params = sandbox_default_params(ops->name);
+        struct sandbox *sb = sandbox_alloc_unlisted(params, ops);
+
+        json_decref(params);
+        sb->owner = conn_uid(c);
+        sandbox_identity(c, &sb->who);
+        sb->name = xstrdup("default");
+        sb->host_access = sandbox_preview_host_access(sb);
+        return sb;
+}
+
+/* What sandbox_default would make: see sandbox.h. */
+void
+sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb, void *ctx)
+{
+        const struct backend_ops *ops;
+        struct sandbox_preview *pv;
+        struct sbx_error err = {0};
+
+        backend = backend ? backend : g.config->default_backend;
+        ops = backend_lookup(backend);
+        if (!ops)
+                sbx_error_param(&err, "backend",
+                                "invalid params: unknown backend '%s' (known: local, docker, ssh, "
+                                "singularity, modal, daytona)",
+                                backend);
+        else if (sandbox_previews_of(conn_uid(c)) >= g.config->max_sandboxes_per_uid)
+                sbx_error_limit(&err, "max_sandboxes_per_uid",
+                                (long long) g.config->max_sandboxes_per_uid,
+                                "limit reached: uid %u already waits for %llu policy.check "
+                                "answers about its default sandbox (max_sandboxes_per_uid); "
+                                "wait for one",
+                                (unsigned) conn_uid(c),
+                                (unsigned long long) g.config->max_sandboxes_per_uid);
+        if (err.code) {
+                cb(ctx, NULL, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        pv = xcalloc(1, sizeof(*pv));
+        pv->sb = sandbox_preview_new(c, ops);
+        pv->cb = cb;
+        pv->ctx = ctx;
+        list_add_tail(&sandbox_previews, &pv->node);
+        sandbox_spec_fields(pv->sb, &pv->spec);
+        if (ops->preview_workdir)
+                ops->preview_workdir(&pv->spec, pv, sandbox_preview_workdir_cb);
+        else
+                sandbox_preview_workdir_cb(pv, NULL);
 }
 
 /* sandbox.list */

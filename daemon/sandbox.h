@@ -94,6 +94,13 @@ typedef void (*sandbox_ready_cb)(void *ctx, struct sandbox *sb, struct sbx_error
 struct sandbox *sandbox_find(uid_t uid, const char *id_or_name);
 /* Resolves the caller's default sandbox, creating it from the configuration on first use. */
 void sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx);
+/* What sandbox_default would make for c with backend (borrowed; NULL: the configured one),
+ * without making it: cb gets a sandbox in state CREATING that is not registered (borrowed for
+ * the call: its owner, identity, spec, caps, env, host access, and the workdir the backend's
+ * preview_workdir finds, NULL when it cannot tell), for judging a command as an exec in it
+ * would be. cb may come before this returns; an error (unknown backend, too many previews
+ * waiting for uid) comes with sb NULL. */
+void sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb, void *ctx);
 void sandbox_ref(struct sandbox *sb);
 void sandbox_unref(struct sandbox *sb);
 /* Marks activity (exec start/end) for the idle timeout. */

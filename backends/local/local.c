@@ -67,6 +67,7 @@ struct local_check {
         const struct sandbox_spec *spec; /* the daemon's, until cb */
         void *ctx;
         backend_create_cb cb;
+        backend_workdir_cb preview; /* not a create: preview_workdir's */
         enum local_iso iso;
         bool recreated;
 };
@@ -177,6 +178,8 @@ local_shutdown(void)
                 struct local_check *k = LIST_ENTRY(pos, struct local_check, node);
                 list_del(&k->node);
                 caller_job_cancel(k->job);
+                if (k->preview)
+                        k->preview(k->ctx, NULL);
                 free(k);
         }
         nsbox_shutdown();
@@ -363,6 +366,9 @@ local_create_host(const struct sandbox_spec *spec, const char *wd, void *ctx, ba
 
 /* The workdir the caller named must be a directory it can reach; without one, its home when
  * it is one (accounts such as nobody have none: "/" rather than fail). */
+static char *local_default_workdir(const struct sandbox_spec *spec, enum local_iso iso,
+                                   bool home_is_dir);
+
 static void
 local_host_checked(struct local_check *lc, const char *real, bool is_dir)
 {
@@ -370,7 +376,9 @@ local_host_checked(struct local_check *lc, const char *real, bool is_dir)
         struct sbx_error err = {0};
 
         if (!spec->workdir) {
-                local_create_host(spec, is_dir ? spec->owner->home : "/", lc->ctx, lc->cb);
+                char *wd = local_default_workdir(spec, LOCAL_NONE, is_dir);
+                local_create_host(spec, wd, lc->ctx, lc->cb);
+                free(wd);
                 return;
         }
         if (is_dir) {
@@ -405,6 +413,16 @@ local_fresh_inside(const char *home, bool home_is_dir)
         if (home && strcmp(home, "/") && (local_home_known(home) || home_is_dir))
                 return xasprintf("%s/work", home);
         return xstrdup("/tmp/work");
+}
+
+/* The workdir of a sandbox that named none (new), as its owner's home checked says: with
+ * isolation "none" the home (or "/" when it is no directory), isolated ~/work inside. */
+static char *
+local_default_workdir(const struct sandbox_spec *spec, enum local_iso iso, bool home_is_dir)
+{
+        if (iso == LOCAL_NAMESPACES)
+                return local_fresh_inside(spec->owner->home, home_is_dir);
+        return xstrdup(home_is_dir ? spec->owner->home : "/");
 }
 
 /* The workdir of an isolated sandbox that named none: <state dir>/work, the owner's. */
@@ -505,7 +523,7 @@ local_create_ns(struct local_check *k, const char *real, bool is_dir)
         req.workdir = fresh ? fresh : spec->workdir;
         if (fresh) { /* then the check was of the owner's home */
                 free(lc->b->workdir);
-                lc->b->workdir = local_fresh_inside(spec->owner->home, is_dir);
+                lc->b->workdir = local_default_workdir(spec, LOCAL_NAMESPACES, is_dir);
                 req.inside = lc->b->workdir;
         }
         req.network_host = lc->b->network_host;
@@ -521,6 +539,21 @@ static void (*const local_checked[])(struct local_check *, const char *, bool) =
         [LOCAL_NAMESPACES] = local_create_ns,
 };
 
+/* A preview's check answered: the workdir the create would choose, or none when the create
+ * would fail (a workdir named that is no directory, a home that does not answer). */
+static void
+local_preview_checked(struct local_check *k, bool is_dir, const char *error)
+{
+        char *wd = NULL;
+
+        if (!error && k->spec->workdir)
+                wd = is_dir ? xstrdup(k->spec->workdir) : NULL;
+        else if (!error)
+                wd = local_default_workdir(k->spec, k->iso, is_dir);
+        k->preview(k->ctx, wd);
+        free(wd);
+}
+
 /* The workdir's (or home's) check answered: real and is_dir as caller_path_resolve tells
  * them; error when it did not answer in time (a hung mount: the create fails, naming it). */
 static void
@@ -531,7 +564,9 @@ local_checked_cb(void *ctx, const char *real, bool is_dir, const char *error)
         struct sbx_error err = {0};
 
         list_del(&k->node);
-        if (error) {
+        if (k->preview) {
+                local_preview_checked(k, is_dir, error);
+        } else if (error) {
                 sbx_error_backend(&err, "local",
                                   "the %s '%s' did not answer: %s ([limits] file_timeout_s): "
                                   "name a directory on a file system that answers%s",
@@ -563,17 +598,14 @@ local_check_path(const struct sandbox_spec *spec, enum local_iso iso)
 /* Checks the workdir the caller named (else its home) as the caller, in a helper: the loop
  * never touches a path a caller controls (a FUSE or NFS mount that never answers). */
 static void
-local_check(const struct sandbox_spec *spec, enum local_iso iso, void *ctx, backend_create_cb cb,
-            bool recreated)
+local_check(struct local_check *k)
 {
-        const char *path = local_check_path(spec, iso);
-        struct local_check *k = xcalloc(1, sizeof(*k));
+        const struct sandbox_spec *spec = k->spec;
+        const char *path = local_check_path(spec, k->iso);
         /* A root caller of a root daemon: the daemon's rights are the caller's (and a daemon
          * in a user namespace whose setgroups is denied could not take them anew). */
         const struct backend_identity *as = spec->owner->uid == 0 ? NULL : spec->owner;
 
-        *k = (struct local_check){
-                .spec = spec, .ctx = ctx, .cb = cb, .iso = iso, .recreated = recreated};
         list_init(&k->node);
         if (!path || path[0] != '/') {
                 local_checked_cb(k, NULL, false, NULL); /* no home: nothing to check */
@@ -599,11 +631,35 @@ local_create_as(const struct sandbox_spec *spec, void *ctx, backend_create_cb cb
                               "\"namespaces\" cannot be made here: %s (%s)",
                               reason, hint);
         } else if (local_check_spec(spec, iso, &err) == 0) {
-                local_check(spec, iso, ctx, cb, recreated);
+                struct local_check *k = xcalloc(1, sizeof(*k));
+                *k = (struct local_check){
+                        .spec = spec, .ctx = ctx, .cb = cb, .iso = iso, .recreated = recreated};
+                local_check(k);
                 return;
         }
         cb(ctx, NULL, NULL, &err);
         sbx_error_clear(&err);
+}
+
+/* backend_ops.preview_workdir: the check a create makes, without the create. */
+static void
+local_preview_workdir(const struct sandbox_spec *spec, void *ctx, backend_workdir_cb cb)
+{
+        struct sbx_error err = {0};
+        const char *reason, *hint;
+        struct local_check *k;
+        enum local_iso iso;
+        bool asked;
+
+        if (local_isolation(spec->section, &iso, &asked, &reason, &hint) < 0 ||
+            local_check_spec(spec, iso, &err) < 0) {
+                sbx_error_clear(&err);
+                cb(ctx, NULL); /* the create would fail */
+                return;
+        }
+        k = xcalloc(1, sizeof(*k));
+        *k = (struct local_check){.spec = spec, .ctx = ctx, .preview = cb, .iso = iso};
+        local_check(k);
 }
 
 static void
@@ -810,6 +866,7 @@ const struct backend_ops local_backend_ops = {
         .name = "local",
         .caps = BACKEND_CAP_HOST | BACKEND_CAP_HOST_FS | BACKEND_CAP_EXACT_ENV,
         .spec_caps = local_spec_caps,
+        .preview_workdir = local_preview_workdir,
         .init = local_init,
         .validate = local_validate,
         .probe = local_probe,

@@ -8,6 +8,7 @@ import textwrap
 import unittest
 
 from harness import SANDBOXCTL, Daemon, RpcError, needs_root
+from test_policy import assert_check_is_exec, check_variants
 
 NOBODY = 65534
 
@@ -58,6 +59,24 @@ class NobodyTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
+
+
+class NobodyCheckIsExec(NobodyTest):
+    """policy.check judges what exec would for nobody too (its home /nonexistent is no
+    directory: the default sandbox works in /tmp/work), before the default sandbox exists and
+    once it does."""
+    config = "[policy]\nask_isolated = ask\n"
+
+    def test_check_is_exec(self):
+        variants = check_variants()
+        hello = [["daemon.hello", {"role": "subagent"}]]
+        phase = [["policy.check", v] for v in variants] + [["exec", v] for v in variants]
+        out = as_nobody(self.daemon.socket, hello + phase + phase + [["sandbox.list", {}]])
+        n = len(variants)
+        for start in (1, 1 + 2 * n):
+            assert_check_is_exec(self, variants, out[start:start + n],
+                                 out[start + n:start + 2 * n])
+        self.assertEqual([s["name"] for s in out[-2]["result"]["sandboxes"]], ["default"])
 
 
 class SecondUid(NobodyTest):

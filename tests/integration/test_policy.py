@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Daemon, DaemonTest, RpcError
+from harness import Daemon, DaemonTest, RpcError, needs_root
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERIFY = os.path.join(HERE, "..", "..", "contrib", "audit-verify.py")
@@ -58,6 +58,93 @@ def _wait_notify_any(self, timeout):
 
 
 Daemon.wait_notify_any = _wait_notify_any
+
+
+# policy.check judges what exec would: a table of commands whose verdict hangs on $HOME, ~ and
+# the cwd, in every cwd of CHECK_CWDS (None: the sandbox's own).
+CHECK_CMDS = ("rm -rf $HOME", "rm -rf ~/x", "cd ..; rm -rf *", "echo hi > ~/.bashrc")
+CHECK_CWDS = (None, "/tmp")
+
+
+def check_variants(**extra):
+    """The params of every command in every cwd (with extra, e.g. sandbox)."""
+    return [dict(command=c, **({"cwd": d} if d else {}), **extra)
+            for c in CHECK_CMDS for d in CHECK_CWDS]
+
+
+def judged(out):
+    """(verdict, findings) of a policy.check result or of an exec's result or refusal."""
+    if "error" in out:
+        data = out["error"]["data"] or {}
+        return data.get("verdict"), data.get("findings")
+    r = out["result"]
+    r = r.get("policy", r)
+    return r["verdict"], r["findings"]
+
+
+def assert_check_is_exec(test, variants, checks, execs):
+    """Every policy.check answer equals the exec's judgement (none may be allow: the table
+    holds only commands that must not run)."""
+    for v, chk, ex in zip(variants, checks, execs):
+        with test.subTest(params=v):
+            test.assertNotEqual(judged(chk)[0], "allow", chk)
+            test.assertEqual(judged(chk), judged(ex))
+
+
+class CheckIsExec(unittest.TestCase):
+    """As root: before the default sandbox exists (a preview of it), once it does, and in a
+    named sandbox on the host; a subagent connection and ask_isolated = ask, so nothing asked
+    runs."""
+
+    def setUp(self):
+        self.daemon = Daemon("[policy]\nask_isolated = ask\n")
+        self.addCleanup(self.daemon.stop)
+        self.c = self.daemon.client(hello={"role": "subagent"})
+        self.addCleanup(self.c.close)
+
+    def calls(self, method, variants):
+        out = []
+        for v in variants:
+            try:
+                out.append({"result": self.c.call(method, v)})
+            except RpcError as e:
+                out.append({"error": {"code": e.code, "data": e.data}})
+        return out
+
+    def compare(self, **extra):
+        variants = check_variants(**extra)
+        checks = self.calls("policy.check", variants)
+        for chk in checks:
+            self.assertNotEqual(judged(chk)[0], "allow", "would run: %s" % chk)
+        assert_check_is_exec(self, variants, checks, self.calls("exec", variants))
+
+    def test_default_sandbox_before_and_after(self):
+        self.assertEqual(self.c.call("sandbox.list")["sandboxes"], [])
+        self.compare()
+        self.assertEqual([s["name"] for s in self.c.call("sandbox.list")["sandboxes"]],
+                         ["default"], "only the exec made the default sandbox")
+        self.compare()
+
+    def test_preview_of_an_unknown_backend_is_refused(self):
+        with self.assertRaises(RpcError) as cm:
+            self.c.call("policy.check", {"command": "ls", "backend": "nosuch"})
+        self.assertEqual((cm.exception.code, cm.exception.data), (-32602, {"param": "backend"}))
+
+    def test_named_host_sandbox(self):
+        sb = self.c.call("sandbox.create", {"name": "host", "local": {"isolation": "none"}})
+        self.compare(sandbox=sb["id"])
+
+    @needs_root("root's own home and workspace")
+    def test_root_workspace_is_roots(self):
+        """Root's workspace (/root/work in its isolated default sandbox) is its own: plain work
+        there runs without a question; startup files and /etc still ask."""
+        r = self.c.call("exec", {"command": "echo x > a.txt && cp a.txt b.txt && cat b.txt"})
+        self.assertEqual((r["exit_code"], r["stdout"], r["policy"]["verdict"]), (0, "x\n", "allow"))
+        for cmd, rule in (("echo hi >> ~/.profile", "write.startup"),
+                          ("echo x > /etc/sbx-root-home", "write.system")):
+            with self.assertRaises(RpcError) as cm:
+                self.c.call("exec", {"command": cmd})
+            self.assertIn(rule, [f["rule"] for f in cm.exception.data["findings"]])
 
 
 class Check(DaemonTest):
@@ -119,10 +206,15 @@ class Check(DaemonTest):
         # docker sandbox does not make its bind a workspace one (that would skip the ask).
         r = self.c.call("policy.check", {"sandbox": dict(inside, backend="docker")})
         self.assertIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
-        # In a command: docker run -v below the cwd is the workspace.
-        r = self.c.call("policy.check", {"command": "docker run -v %s/src:/src alpine true" % ws,
-                                         "cwd": ws})
+        # In a command: docker run -v below the sandbox's workdir is the workspace; below a
+        # cwd outside it is not (an exec there would ask: the check judges as it would).
+        sb = self.c.call("sandbox.create", {"workdir": ws, "local": {"isolation": "none"}})
+        run = "docker run -v %s/src:/src alpine true" % ws
+        r = self.c.call("policy.check", {"sandbox": sb["id"], "command": run})
+        self.c.call("sandbox.destroy", {"id": sb["id"]})
         self.assertNotIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
+        r = self.c.call("policy.check", {"command": run, "cwd": ws})
+        self.assertIn("container.mount-host", [f["rule"] for f in r["findings"]], r)
 
 
 class Reload(unittest.TestCase):
