@@ -518,6 +518,7 @@ const struct backend_ops docker_backend_ops = {
         .validate = docker_config_validate,
         .probe = docker_probe,
         .inspect_spec = docker_inspect_spec,
+        .preview_workdir = docker_preview_workdir,
         .create = docker_create,
         .cancel = docker_cancel,
         .save = docker_save,

@@ -223,8 +223,6 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
                     const char *terr)
 {
         struct docker_create *c = ctx;
-        const char *wd =
-                json_string_value(json_object_get(json_object_get(body, "Config"), "WorkingDir"));
 
         if (docker_create_cancelled(c))
                 return;
@@ -237,7 +235,7 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
                 return;
         }
         free(c->sb->workdir);
-        c->sb->workdir = xstrdup(wd && *wd ? wd : "/");
+        c->sb->workdir = xstrdup(docker_inspect_workdir(body));
         docker_note_user(c->sb, body);
         docker_note_tmpfs(c->sb, body);
         docker_launch(c);

@@ -155,3 +155,53 @@ docker_inspect_spec(json_t *spec, void *ctx, backend_facts_cb cb)
         json_decref(ctrs);
         facts_done(f);
 }
+
+/* ---- the workdir a create would give (policy.check before the default sandbox exists) ---- */
+
+/* See docker_int.h. */
+const char *
+docker_inspect_workdir(json_t *body)
+{
+        const char *wd =
+                json_string_value(json_object_get(json_object_get(body, "Config"), "WorkingDir"));
+
+        return wd && *wd ? wd : "/";
+}
+
+struct docker_wd {
+        void *ctx;
+        backend_workdir_cb cb;
+};
+
+static void
+docker_preview_image_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
+                        const char *terr)
+{
+        struct docker_wd *w = ctx;
+
+        /* an image not on the host (the create pulls it) or no answer: not known */
+        w->cb(w->ctx, status == 200 && body ? docker_inspect_workdir(body) : NULL);
+        free(w);
+}
+
+/* The spec's workdir, else the image's WorkingDir ("/" when it has none): what the created
+ * container reports (docker_create.c). */
+void
+docker_preview_workdir(const struct sandbox_spec *spec, void *ctx, backend_workdir_cb cb)
+{
+        struct docker_wd *w;
+        char *q, *path;
+
+        if (spec->workdir) {
+                cb(ctx, spec->workdir);
+                return;
+        }
+        w = xcalloc(1, sizeof(*w));
+        *w = (struct docker_wd){.ctx = ctx, .cb = cb};
+        q = http_escape(spec->image ? spec->image : docker.default_image);
+        path = xasprintf("/images/%s/json", q);
+        if (docker_call("GET", path, NULL, NULL, 0, NULL, docker_preview_image_cb, w) < 0)
+                docker_preview_image_cb(w, 0, NULL, NULL, 0, "docker backend not initialised");
+        free(path);
+        free(q);
+}

@@ -119,6 +119,11 @@ void docker_events_update(void);
  * /containers/{name}/json body}} (what does not exist is left out: Docker would create a
  * volume empty, and refuse a missing container), or NULL and err. Needs init() first. */
 void docker_inspect_spec(json_t *spec, void *ctx, backend_facts_cb cb);
+/* The working directory an inspected container or image (body of GET /containers/{id}/json or
+ * /images/{name}/json, borrowed) has: its Config.WorkingDir, "/" when empty (docker_facts.c). */
+const char *docker_inspect_workdir(json_t *body);
+/* backend_ops.preview_workdir (docker_facts.c). */
+void docker_preview_workdir(const struct sandbox_spec *spec, void *ctx, backend_workdir_cb cb);
 /* Marks a sandbox as unusable with state (e.g. "removed"). */
 void docker_sandbox_mark(struct backend_sandbox *sb, const char *state);
 /* Reference counting for sandboxes shared with pending operations. */

@@ -14,6 +14,7 @@ import time
 import unittest
 
 from harness import Daemon, DaemonTest, RpcError, needs_root
+from test_docker import config as docker_config, require_docker, stop_removing_containers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERIFY = os.path.join(HERE, "..", "..", "contrib", "audit-verify.py")
@@ -102,21 +103,35 @@ class CheckIsExec(unittest.TestCase):
         self.c = self.daemon.client(hello={"role": "subagent"})
         self.addCleanup(self.c.close)
 
-    def calls(self, method, variants):
+    def calls(self, c, method, variants):
         out = []
         for v in variants:
             try:
-                out.append({"result": self.c.call(method, v)})
+                out.append({"result": c.call(method, v, timeout=120)})
             except RpcError as e:
                 out.append({"error": {"code": e.code, "data": e.data}})
         return out
 
-    def compare(self, **extra):
+    def compare(self, c=None, **extra):
+        c = c or self.c
         variants = check_variants(**extra)
-        checks = self.calls("policy.check", variants)
+        checks = self.calls(c, "policy.check", variants)
         for chk in checks:
             self.assertNotEqual(judged(chk)[0], "allow", "would run: %s" % chk)
-        assert_check_is_exec(self, variants, checks, self.calls("exec", variants))
+        assert_check_is_exec(self, variants, checks, self.calls(c, "exec", variants))
+
+    def test_docker_default_sandbox(self):
+        """A docker default sandbox works in its image's WorkingDir ("/" for the test image):
+        the preview asks dockerd for it."""
+        require_docker()
+        d = Daemon("[sandbox]\ndefault_backend = docker\n[policy]\nask_isolated = ask\n" +
+                   docker_config())
+        self.addCleanup(stop_removing_containers, d)
+        c = d.client(hello={"role": "subagent"})
+        self.addCleanup(c.close)
+        self.compare(c)
+        self.assertEqual([s["workdir"] for s in c.call("sandbox.list")["sandboxes"]], ["/"])
+        self.compare(c)
 
     def test_default_sandbox_before_and_after(self):
         self.assertEqual(self.c.call("sandbox.list")["sandboxes"], [])
