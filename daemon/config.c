@@ -1,6 +1,9 @@
 /* config.c — INI configuration through inih, table-driven. */
 #include "daemon/config.h"
 
+#include <linux/magic.h>
+#include <sys/statfs.h>
+
 #include <errno.h>
 #include <grp.h>
 #include <ini.h>
@@ -481,6 +484,7 @@ const struct policy_host *
 config_host(void)
 {
         static struct policy_host h;
+        struct statfs fs;
         FILE *f;
 
         if (h.cpus)
@@ -488,6 +492,7 @@ config_host(void)
         h.cpus = MAX(sysconf(_SC_NPROCESSORS_ONLN), 1);
         h.mem = (int64_t) sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
         h.pid_max = 32768; /* the kernel's default, should /proc not say */
+        h.cgroup2 = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
         if ((f = fopen("/proc/sys/kernel/pid_max", "re"))) {
                 long long n;
                 if (fscanf(f, "%lld", &n) == 1 && n > 0)

@@ -111,5 +111,10 @@ void image_check(struct cjudge *j, json_t *spec, const struct policy_docker_limi
 /* Every entry of the operator's images list (NULL: empty) is NAME:TAG, NAME:* or
  * NAME@sha256:HEX; else -EINVAL and err names the entry. */
 int image_list_check(const char *list, struct sbx_error *err);
+/* Parses max_ulimits ("NAME=MAX, …", NULL: empty) into max[POLICY_ULIMITS]; 0, or -EINVAL
+ * with err naming the key. */
+int ulimit_list_parse(const char *list, int64_t *max, struct sbx_error *err);
+/* Every entry of hc's Ulimits is an allowed rlimit within its maximum; else invalid. */
+void ulimit_check(struct cjudge *j, json_t *hc, const struct policy_docker_limits *l);
 
 #endif

@@ -1,5 +1,6 @@
 /* container_limits.c — the operator's maxima of a docker sandbox ([backend.docker] max_pids,
- * max_memory, max_cpus, max_cpu_shares, and the defaults pids_limit and memory): parsed from
+ * max_memory, max_cpus, max_cpu_shares, max_blkio_weight, max_disk, max_ulimits, and the
+ * defaults pids_limit and memory): parsed from
  * the section with the host's defaults, and judged against what a spec asks for in resources.*
  * and docker.host_config. A value above a maximum (or one that means "no limit") is an
  * invalid spec, -32602 naming the field, the value, the maximum and the key that raises it.
@@ -18,7 +19,18 @@
 #define MIB (INT64_C(1) << 20)
 
 enum lim_kind { LK_COUNT, LK_SIZE, LK_CPUS };
-enum lim_id { K_PIDS, K_MAX_PIDS, K_PIDS_USER, K_MEM, K_MAX_MEM, K_MEM_USER, K_CPUS, K_SHARES };
+enum lim_id {
+        K_PIDS,
+        K_MAX_PIDS,
+        K_PIDS_USER,
+        K_MEM,
+        K_MAX_MEM,
+        K_MEM_USER,
+        K_CPUS,
+        K_SHARES,
+        K_BLKIO,
+        K_DISK,
+};
 
 #define OFF(f) offsetof(struct policy_docker_limits, f)
 #define GIB50  (INT64_C(1) << 50)
@@ -37,6 +49,8 @@ static const struct lim_key {
         [K_MEM_USER] = {"max_memory_per_user", OFF(max_memory_user), LK_SIZE, 6 * MIB, GIB50},
         [K_CPUS] = {"max_cpus", OFF(max_nano_cpus), LK_CPUS, 10000000, INT64_C(1024) * 1000000000},
         [K_SHARES] = {"max_cpu_shares", OFF(max_cpu_shares), LK_COUNT, 2, 262144},
+        [K_BLKIO] = {"max_blkio_weight", OFF(max_blkio_weight), LK_COUNT, 10, 1000},
+        [K_DISK] = {"max_disk", OFF(max_disk), LK_SIZE, 6 * MIB, GIB50},
 };
 
 /* a ≤ b, else the first key raises b. */
@@ -144,6 +158,9 @@ lim_defaults(struct policy_docker_limits *l, unsigned set, const struct policy_h
                 l->max_nano_cpus = MAX(h->cpus, 1) * INT64_C(1000000000);
         if (!(set & 1u << K_SHARES))
                 l->max_cpu_shares = 1024;
+        /* what a container without a weight gets: CFQ's 500 on cgroup v1, BFQ's 100 on v2 */
+        if (!(set & 1u << K_BLKIO))
+                l->max_blkio_weight = h->cgroup2 ? 100 : 500;
 }
 
 /* allow_pull: a JSON boolean or the strings of an INI file. 1, 0, or -1 when neither. */
@@ -190,6 +207,21 @@ lim_strings(json_t *sec, struct policy_docker_limits *l, struct sbx_error *err)
         return image_list_check(l->images, err);
 }
 
+static int
+lim_ulimits(json_t *sec, struct policy_docker_limits *l, struct sbx_error *err)
+{
+        json_t *v = json_object_get(sec, "max_ulimits");
+
+        if (v && !json_is_string(v)) {
+                sbx_error_param(err, "max_ulimits",
+                                "[backend.docker] max_ulimits must be a string: NAME=MAX entries "
+                                "separated by commas or blanks");
+                return -EINVAL;
+        }
+        return ulimit_list_parse(v ? json_string_value(v) : POLICY_DOCKER_ULIMITS, l->ulimit_max,
+                                 err);
+}
+
 /* Parses the section into out (all zeros on failure). */
 int
 policy_docker_limits_parse(json_t *sec, const struct policy_host *host,
@@ -217,7 +249,7 @@ policy_docker_limits_parse(json_t *sec, const struct policy_host *host,
                                 (long long) LIM(&l, b->off));
                 return -EINVAL;
         }
-        if (lim_strings(sec, &l, err) < 0)
+        if (lim_strings(sec, &l, err) < 0 || lim_ulimits(sec, &l, err) < 0)
                 return -EINVAL;
         *out = l;
         return 0;
@@ -424,6 +456,58 @@ lim_sizes(struct cjudge *j, const struct lim_want *w)
         }
 }
 
+/* A blkio weight (BlkioWeight, or a BlkioWeightDevice entry's): 0 is "not set". */
+static void
+lim_weight(struct cjudge *j, const struct policy_docker_limits *l, const char *param, json_t *v)
+{
+        json_int_t w = json_integer_value(v);
+
+        if (w < 0 || w > l->max_blkio_weight)
+                lim_over(j, param, (long long) w, "", (long long) l->max_blkio_weight,
+                         "max_blkio_weight");
+}
+
+static void
+lim_blkio(struct cjudge *j, const struct policy_docker_limits *l, const struct lim_want *w)
+{
+        json_t *e;
+        size_t i;
+
+        lim_weight(j, l, "docker.host_config.BlkioWeight", json_object_get(w->hc, "BlkioWeight"));
+        json_array_foreach(json_object_get(w->hc, "BlkioWeightDevice"), i, e)
+                lim_weight(j, l, cj_fmt(j, "docker.host_config.BlkioWeightDevice[%zu].Weight", i),
+                           json_object_get(e, "Weight"));
+}
+
+/* StorageOpt size (the graph drivers read the key in any case): only when the operator says
+ * the storage enforces it. overlay2 does so on xfs with pquota only, and dockerd refuses it
+ * elsewhere; devicemapper, btrfs and zfs take it too. */
+static void
+lim_disk(struct cjudge *j, const struct policy_docker_limits *l, const struct lim_want *w)
+{
+        const char *k;
+        json_t *v;
+        int64_t size;
+
+        json_object_foreach(json_object_get(w->hc, "StorageOpt"), k, v)
+        {
+                const char *p = cj_fmt(j, "docker.host_config.StorageOpt.%s", k), *s;
+                if (strcasecmp(k, "size") != 0)
+                        continue;
+                s = json_string_value(v);
+                if (!l->max_disk)
+                        cj_invalid(j, p,
+                                   "a disk size is not enforced unless Docker's storage does "
+                                   "(overlay2: xfs mounted with pquota); an operator whose "
+                                   "storage does allows it with [backend.docker] max_disk");
+                else if (limits_size_parse(s, &size) < 0)
+                        cj_invalid(j, p, "'%s' is not a size in bytes, k, m or g", s ? s : "");
+                else if (size > l->max_disk)
+                        lim_over(j, p, (long long) size, " bytes", (long long) l->max_disk,
+                                 "max_disk");
+        }
+}
+
 /* Judges a docker spec against the operator's maxima (and its image, for an unprivileged
  * caller). */
 void
@@ -436,5 +520,8 @@ limits_check(struct cjudge *j, json_t *spec, const struct policy_docker_limits *
         lim_memory(j, l, &w);
         lim_cpus(j, l, &w);
         lim_sizes(j, &w);
+        lim_blkio(j, l, &w);
+        lim_disk(j, l, &w);
+        ulimit_check(j, w.hc, l);
         image_check(j, spec, l);
 }

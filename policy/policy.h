@@ -61,23 +61,42 @@ struct policy_host {
         long cpus;       /* online CPUs */
         int64_t mem;     /* physical memory, bytes */
         int64_t pid_max; /* kernel.pid_max */
+        bool cgroup2;    /* cgroup v2 (the default blkio weight is BFQ's 100, not 500) */
 };
+
+/* The rlimits a docker spec's Ulimits may set, with the most each may be, when
+ * [backend.docker] max_ulimits is not given: those that only limit the container's own
+ * processes are free; nofile is the kernel's fs.nr_open default, memlock and msgqueue stay
+ * small (pinned memory and per-uid kernel memory), core 0 (a dump goes to the host's
+ * core_pattern), nice 20 (no priority above the normal), rtprio 0 (no real-time scheduling);
+ * sigpending is not listed (a per-uid host counter). */
+#define POLICY_DOCKER_ULIMITS                                                                      \
+        "as=unlimited cpu=unlimited data=unlimited fsize=unlimited locks=unlimited "               \
+        "nproc=unlimited rss=unlimited rttime=unlimited stack=unlimited nofile=1048576 "           \
+        "memlock=64m msgqueue=819200 core=0 nice=20 rtprio=0"
+#define POLICY_ULIMITS        16 /* the rlimits Docker knows */
+#define POLICY_ULIMIT_REFUSED (-2)
 
 /* The operator's maxima of [backend.docker] (docs/backends/docker.md, "Limits and images"):
  * per sandbox, per uid (the sum over its live docker sandboxes), and the images an
  * unprivileged caller may run. Sizes in bytes; memory ones rounded up to whole MiB. */
 struct policy_docker_limits {
-        int64_t pids;            /* pids_limit: PidsLimit when the spec gives none */
-        int64_t max_pids;        /* max_pids */
-        int64_t max_pids_user;   /* max_pids_per_user */
-        int64_t memory;          /* memory: Memory when the spec gives none */
-        int64_t max_memory;      /* max_memory */
-        int64_t max_memory_user; /* max_memory_per_user */
-        int64_t max_nano_cpus;   /* max_cpus × 1e9 */
-        int64_t max_cpu_shares;  /* max_cpu_shares */
-        const char *images;      /* images: comma/blank separated allowlist, borrowed; "" none */
-        const char *image;       /* image: the default image, borrowed */
-        bool allow_pull;         /* allow_pull: an unprivileged caller's create may pull */
+        int64_t pids;             /* pids_limit: PidsLimit when the spec gives none */
+        int64_t max_pids;         /* max_pids */
+        int64_t max_pids_user;    /* max_pids_per_user */
+        int64_t memory;           /* memory: Memory when the spec gives none */
+        int64_t max_memory;       /* max_memory */
+        int64_t max_memory_user;  /* max_memory_per_user */
+        int64_t max_nano_cpus;    /* max_cpus × 1e9 */
+        int64_t max_cpu_shares;   /* max_cpu_shares */
+        int64_t max_blkio_weight; /* max_blkio_weight: BlkioWeight, BlkioWeightDevice weights */
+        int64_t max_disk;         /* max_disk: StorageOpt size; 0: refused (not enforced) */
+        /* max_ulimits: per rlimit (as, core, cpu, …, stack, alphabetical), the most Soft and
+         * Hard may be; -1 unlimited, POLICY_ULIMIT_REFUSED not allowed */
+        int64_t ulimit_max[POLICY_ULIMITS];
+        const char *images; /* images: comma/blank separated allowlist, borrowed; "" none */
+        const char *image;  /* image: the default image, borrowed */
+        bool allow_pull;    /* allow_pull: an unprivileged caller's create may pull */
 };
 
 /* Parses the [backend.docker] section (borrowed, may be NULL; strings stay borrowed) into

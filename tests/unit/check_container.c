@@ -482,6 +482,32 @@ static const struct scase scases[] = {
         {HC("'CpuShares':262144"), D, "=docker.host_config.CpuShares", LIM},
         {HC("'CpuShares':-2"), D, "=docker.host_config.CpuShares", LIM},
         {HC("'CpuShares':1024"), A, NULL, LIM},
+        /* blkio weights up to what a container without one gets (500 on cgroup v1) */
+        {HC("'BlkioWeight':1000"), D, "=docker.host_config.BlkioWeight", LIM},
+        {HC("'BlkioWeight':-1"), D, "=docker.host_config.BlkioWeight", LIM},
+        {HC("'BlkioWeight':500"), A, NULL, LIM},
+        {HC("'BlkioWeightDevice':[{'Path':'/dev/null','Weight':501}]"), D,
+         "=docker.host_config.BlkioWeightDevice[0].Weight", LIM},
+        {HC("'BlkioWeightDevice':[{'Path':'/dev/null','Weight':10}]"), A, NULL, LIM},
+        /* Ulimits: allowed names (any case, as runc upper-cases them), within their maxima */
+        {HC("'Ulimits':[{'Name':'nofile','Soft':1024,'Hard':1048576}]"), A, NULL, LIM},
+        {HC("'Ulimits':[{'Name':'nofile','Soft':1024,'Hard':1048577}]"), D,
+         "=docker.host_config.Ulimits[0].Hard", LIM},
+        {HC("'Ulimits':[{'Name':'NOFILE','Soft':-1,'Hard':-1}]"), D,
+         "=docker.host_config.Ulimits[0].Soft", ULIM},
+        {HC("'Ulimits':[{'Name':'cpu','Soft':-1,'Hard':-1},{'Name':'Stack','Soft':8388608}]"), A,
+         NULL, LIM},
+        {HC("'Ulimits':[{'Name':'rtprio','Soft':0,'Hard':1}]"), D,
+         "=docker.host_config.Ulimits[0].Hard", LIM},
+        {HC("'Ulimits':[{'Name':'core','Soft':0,'Hard':0}]"), A, NULL, LIM},
+        {HC("'Ulimits':[{'Name':'sigpending','Soft':10,'Hard':10}]"), D,
+         "=docker.host_config.Ulimits[0].Name", LIM},
+        {HC("'Ulimits':[{'Name':'bogus','Soft':1,'Hard':1}]"), D,
+         "=docker.host_config.Ulimits[0].Name", LIM},
+        {HC("'Ulimits':[{'Soft':1,'Hard':1}]"), D, "=docker.host_config.Ulimits[0].Name", LIM},
+        /* StorageOpt size only where the operator says the storage enforces it (max_disk) */
+        {HC("'StorageOpt':{'size':'1g'}"), D, "=docker.host_config.StorageOpt.size", LIM},
+        {HC("'StorageOpt':{'Size':'1g'}"), D, "=docker.host_config.StorageOpt.Size", LIM},
         /* shm and tmpfs within the sandbox's memory (the default 512m when none is given) */
         {HC("'ShmSize':536870913"), D, "=docker.host_config.ShmSize", LIM},
         {HC("'ShmSize':536870912"), A, NULL, LIM},
@@ -894,6 +920,12 @@ static const struct {
          LIM,
          {"resources.memory_mb", "8192 MiB", "4096 MiB", "max_memory"}},
         {HC("'CpuShares':262144"), LIM, {"CpuShares", "262144", "1024", "max_cpu_shares"}},
+        {HC("'BlkioWeight':1000"), LIM, {"BlkioWeight", "1000", "500", "max_blkio_weight"}},
+        {HC("'Ulimits':[{'Name':'nofile','Soft':1,'Hard':-1}]"),
+         LIM,
+         {"Ulimits[0].Hard", "-1 (unlimited)", "1048576 of nofile", "max_ulimits (nofile=MAX)"}},
+        {HC("'Ulimits':[{'Name':'rtprio','Soft':1,'Hard':1}]"), LIM, {"0 of rtprio", NULL}},
+        {HC("'StorageOpt':{'size':'1g'}"), LIM, {"not enforced", "pquota", "max_disk", NULL}},
         {RES("'cpus':16"), LIM, {"resources.cpus", "16", "4", "max_cpus"}},
         {HC("'Memory':0"), LIM, {"Memory", "no limit", "max_memory", NULL}},
         {IMG("busybox:latest"),
@@ -937,6 +969,10 @@ START_TEST(test_limits_defaults)
         ck_assert_int_eq(lim.memory, 512 << 20);
         ck_assert_int_eq(lim.max_nano_cpus, INT64_C(4000000000));
         ck_assert_int_eq(lim.max_cpu_shares, 1024);
+        ck_assert_int_eq(lim.max_blkio_weight, 500);
+        ck_assert_int_eq(lim.max_disk, 0);
+        ck_assert_int_eq(lim.ulimit_max[9], 1048576);                /* nofile */
+        ck_assert_int_eq(lim.ulimit_max[14], POLICY_ULIMIT_REFUSED); /* sigpending */
         ck_assert_str_eq(lim.image, POLICY_DOCKER_IMAGE);
         ck_assert(!lim.allow_pull);
         ck_assert_ptr_null(lim_none.images);
@@ -965,6 +1001,16 @@ static const struct {
         {"{'max_cpus':0}", "max_cpus"},
         {"{'max_cpu_shares':'1'}", "max_cpu_shares"},
         {"{'max_cpu_shares':'2048'}", NULL},
+        {"{'max_blkio_weight':'5'}", "max_blkio_weight"},
+        {"{'max_blkio_weight':'1000'}", NULL},
+        {"{'max_disk':'10g'}", NULL},
+        {"{'max_disk':'lots'}", "max_disk"},
+        {"{'max_ulimits':'nofile=1024, cpu=unlimited'}", NULL},
+        {"{'max_ulimits':''}", NULL},
+        {"{'max_ulimits':'nofile'}", "max_ulimits"},
+        {"{'max_ulimits':'files=10'}", "max_ulimits"},
+        {"{'max_ulimits':'nofile=many'}", "max_ulimits"},
+        {"{'max_ulimits':['nofile=1']}", "max_ulimits"},
         {"{'images':'busybox'}", "images"},
         {"{'images':'busybox:*, ghcr.io/a/b:1 x@" DIGA "'}", NULL},
         {"{'images':'abc123:*'}", "images"},
@@ -990,6 +1036,39 @@ START_TEST(test_limits_config)
                 ck_assert_int_eq(l.max_pids, 0); /* all zeros: nothing passes */
         }
         sbx_error_clear(&err);
+        json_decref(sec);
+}
+END_TEST
+
+/* With max_disk (storage that enforces a size) StorageOpt size is bounded by it. */
+START_TEST(test_limits_disk)
+{
+        static const struct {
+                const char *size;
+                const char *says; /* NULL: accepted */
+        } sizes[] = {{"1g", NULL}, {"1073741825", "max_disk"}, {"2G", "max_disk"}, {"x", "size"}};
+        struct policy_docker_limits l;
+        struct sbx_error err = {0};
+        json_t *sec = j("{'max_disk':'1g'}");
+        struct policy_ctx ctx = ctx_for(LIM);
+
+        ck_assert_int_eq(policy_docker_limits_parse(sec, &host, &l, &err), 0);
+        ctx.docker_limits = &l;
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+                char *t = xasprintf(HC("'StorageOpt':{'size':'%s'}"), sizes[i].size);
+                json_t *spec = j(t);
+                struct policy_result r;
+                policy_eval_sandbox(pol, &ctx, spec, facts, &r);
+                if (!sizes[i].says)
+                        ck_assert_msg(r.invalid.code == 0, "%s: %s", t, r.invalid.message);
+                else
+                        ck_assert_msg(r.invalid.code == -32602 &&
+                                              strstr(r.invalid.message, sizes[i].says),
+                                      "%s: %s", t, r.invalid.message);
+                policy_result_clear(&r);
+                json_decref(spec);
+                free(t);
+        }
         json_decref(sec);
 }
 END_TEST
@@ -1225,6 +1304,7 @@ suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_loop_test(tc, test_limit_messages, 0, (int) ARRAY_SIZE(limit_msgs));
         tcase_add_test(tc, test_limits_defaults);
+        tcase_add_test(tc, test_limits_disk);
         tcase_add_loop_test(tc, test_limits_config, 0, (int) ARRAY_SIZE(lim_configs));
         tcase_add_test(tc, test_limits_config_values);
         tcase_add_test(tc, test_limits_usage);
