@@ -21,6 +21,7 @@ docker_sandbox_new(const char *id)
         sb->state = xstrdup("creating");
         sb->refs = 1;
         sb->tmpfs = json_array();
+        sb->remaps = -1;
         list_init(&sb->link);
         return sb;
 }
@@ -104,6 +105,7 @@ docker_create_done(struct docker_create *c)
         info.details = json_pack("{s:s,s:s}", "container_id", sb->cid, "container_name",
                                  sb->name ? sb->name : "");
         docker_user_details(sb, info.details);
+        docker_info_sandbox(sb, info.details);
         info.runtime_dir = DOCKER_STATE_DIR;
         c->cb(c->ctx, sb, &info, NULL);
         json_decref(info.details);

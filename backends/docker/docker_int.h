@@ -82,6 +82,7 @@ struct backend_sandbox {
          * (user), and files are read and written by them, never by dockerd as root. */
         bool unprivileged;
         char *user; /* the container's Config.User as inspected ("": the image's, root) */
+        int remaps; /* dockerd remapped users when it was made or adopted: 1, 0, -1 unknown */
         struct agent_session *session;  /* its session; NULL until the first use */
         struct docker_create *creating; /* the create waiting for the agent's first READY */
         const struct backend_upcalls *up;
@@ -270,6 +271,14 @@ const char *docker_user_helper(const struct backend_sandbox *sb);
 void docker_note_user(struct backend_sandbox *sb, json_t *insp);
 /* Adds user (Config.User), uid and gid (when numeric) to a sandbox's details (d borrowed). */
 void docker_user_details(const struct backend_sandbox *sb, json_t *d);
+
+/* docker_info.c: GET /info. */
+/* Whether body (a GET /info answer, borrowed) names userns remapping or rootless mode. */
+bool docker_info_remaps(json_t *body);
+/* Keeps NCPU, MemTotal and the remapping of body (a 200 answer, borrowed); returns the last. */
+bool docker_info_note(json_t *body);
+/* Adds userns_remap (null: not known) of sb to its sandbox details d (borrowed). */
+void docker_info_sandbox(const struct backend_sandbox *sb, json_t *d);
 
 /* docker_create.c: the steps docker_user.c goes on with. */
 void docker_create_image(struct docker_create *c);

@@ -274,21 +274,6 @@ docker_user_apply(struct docker_create *c)
         return 0;
 }
 
-static bool
-docker_info_remaps(json_t *info)
-{
-        json_t *e;
-        size_t i;
-
-        json_array_foreach(json_object_get(info, "SecurityOptions"), i, e)
-        {
-                const char *s = json_string_value(e);
-                if (s && (!strcmp(s, "name=userns") || !strcmp(s, "name=rootless")))
-                        return true;
-        }
-        return false;
-}
-
 /* Whether a container's Config.User may be root, with or without a group: all but a uid in
  * digits that is not 0. "" is the image's user (root for most); runc reads "00" and "+0" as
  * uid 0 (strconv.Atoi), and a name is whatever uid the image's /etc/passwd gives it. */
@@ -318,38 +303,43 @@ docker_user_adopt_judge(struct docker_create *c, bool remapped)
         docker_create_fail(c);
 }
 
+/* Every create and adopt asks, so that sandbox.get can say whether uid 0 in the container is
+ * host root; only an owner that must run as itself needs the answer to go on. */
 static void
 docker_user_info_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
                     const char *terr)
 {
         struct docker_create *c = ctx;
+        struct docker_owner *o = c->owner;
+        bool need = o->unprivileged && !o->root_allowed &&
+                    (!o->adopted || docker_user_is_root(c->sb->user));
 
         if (docker_create_cancelled(c))
                 return;
-        if (status != 200) {
+        if (status != 200 && need) {
                 /* Not knowing means not remapped: the owner runs as itself. */
                 docker_create_fail_call(c, "ask dockerd whether it remaps users (GET /info)",
                                         status, body, terr);
                 return;
         }
-        if (c->owner->adopted) {
-                docker_user_adopt_judge(c, docker_info_remaps(body));
+        c->sb->remaps = status == 200 ? docker_info_note(body) : -1;
+        if (o->adopted) {
+                if (need)
+                        docker_user_adopt_judge(c, c->sb->remaps == 1);
+                else
+                        o->adopted(c);
                 return;
         }
-        if (!docker_info_remaps(body) && docker_user_apply(c) < 0) {
+        if (need && c->sb->remaps != 1 && docker_user_apply(c) < 0) {
                 docker_create_fail(c);
                 return;
         }
         docker_create_image(c);
 }
 
-void
-docker_user_decide(struct docker_create *c)
+static void
+docker_user_ask(struct docker_create *c)
 {
-        if (!c->owner->unprivileged || c->owner->root_allowed) {
-                docker_create_image(c);
-                return;
-        }
         if (docker_call("GET", "/info", NULL, NULL, 0, NULL, docker_user_info_cb, c) < 0) {
                 sbx_error_backend(&c->err, "docker", "cannot start an API request");
                 docker_create_fail(c);
@@ -357,19 +347,16 @@ docker_user_decide(struct docker_create *c)
 }
 
 void
+docker_user_decide(struct docker_create *c)
+{
+        docker_user_ask(c);
+}
+
+void
 docker_user_adopt(struct docker_create *c, void (*next)(struct docker_create *c))
 {
-        struct docker_owner *o = c->owner;
-
-        if (!o->unprivileged || o->root_allowed || !docker_user_is_root(c->sb->user)) {
-                next(c);
-                return;
-        }
-        o->adopted = next;
-        if (docker_call("GET", "/info", NULL, NULL, 0, NULL, docker_user_info_cb, c) < 0) {
-                sbx_error_backend(&c->err, "docker", "cannot start an API request");
-                docker_create_fail(c);
-        }
+        c->owner->adopted = next;
+        docker_user_ask(c);
 }
 
 static void

@@ -387,6 +387,7 @@ class RunsAsCaller(unittest.TestCase):
         details = res[3]["details"]
         self.assertEqual((details["user"], details["uid"], details["gid"]),
                          ("%d:%d" % (NOBODY, NOBODY), NOBODY, NOBODY))
+        self.assertIs(details["userns_remap"], False)  # this dockerd: uid 0 would be host root
         self.assertEqual(res[5]["stdout"], "/work\n", res[5])
         self.assertEqual(res[7]["stdout"], "%s\nok\n" % home, res[7])
         self.assertEqual(res[12]["stdout"], "ok\n", res[12])  # a volume under ReadonlyRootfs

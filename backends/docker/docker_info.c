@@ -1,0 +1,51 @@
+/* docker_info.c — what dockerd's GET /info says about it: whether it remaps users (root in a
+ * container is then not host root), and its CPUs and memory, which are the host's defaults of
+ * the docker maxima when dockerd runs on another host (tcp://). Kept from the last answer (the
+ * start-up probe, each backend.list, each create that asks). */
+#include <string.h>
+
+#include "backends/docker/docker.h"
+#include "backends/docker/docker_int.h"
+
+static struct {
+        int remaps; /* 1, 0; -1 before any answer */
+        long ncpu;
+        int64_t mem_total;
+} info = {-1, 0, 0};
+
+/* Whether info (a GET /info body, borrowed) names user-namespace remapping or rootless mode. */
+bool
+docker_info_remaps(json_t *body)
+{
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(json_object_get(body, "SecurityOptions"), i, e)
+        {
+                const char *s = json_string_value(e);
+                if (s && (!strcmp(s, "name=userns") || !strcmp(s, "name=rootless")))
+                        return true;
+        }
+        return false;
+}
+
+/* Keeps what body (a 200 GET /info, borrowed) says; returns whether dockerd remaps users. */
+bool
+docker_info_note(json_t *body)
+{
+        json_int_t ncpu = json_integer_value(json_object_get(body, "NCPU"));
+        json_int_t mem = json_integer_value(json_object_get(body, "MemTotal"));
+
+        info.remaps = docker_info_remaps(body);
+        info.ncpu = ncpu > 0 ? (long) ncpu : 0;
+        info.mem_total = mem > 0 ? (int64_t) mem : 0;
+        return info.remaps == 1;
+}
+
+/* Whether dockerd remapped users, for the details of sb's sandbox.get. */
+void
+docker_info_sandbox(const struct backend_sandbox *sb, json_t *d)
+{
+        json_object_set_new(d, "userns_remap",
+                            sb->remaps < 0 ? json_null() : json_boolean(sb->remaps == 1));
+}
