@@ -137,6 +137,17 @@ probe_done(struct probe_all *a)
         free(a);
 }
 
+/* What applies to the caller for docker (details.caller). */
+static void
+probe_docker_caller(struct probe_all *a, json_t *details)
+{
+        struct backend_identity who;
+
+        sandbox_identity(a->req->conn, &who);
+        json_object_set_new(details, "caller", sandbox_policy_docker_caller(&who, details));
+        sandbox_identity_free(&who);
+}
+
 static void
 probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t *details)
 {
@@ -155,6 +166,8 @@ probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t
         json_t *op = sandbox_policy_operator(json_string_value(json_object_get(e, "name")));
         if (op)
                 json_object_set_new(details, "spec_policy", op);
+        if (!strcmp(json_string_value(json_object_get(e, "name")), "docker"))
+                probe_docker_caller(a, details);
         json_object_set_new(e, "details", details);
         free(o);
         if (--a->pending == 0)

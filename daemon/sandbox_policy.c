@@ -118,3 +118,83 @@ sandbox_policy_operator(const char *backend)
                          list_json(docker_key("unchecked_host_config_fields")), "volume_drivers",
                          list_json(docker_key("volume_drivers")), "runtime", docker_key("runtime"));
 }
+
+/* ---- backend.list: what applies to the caller for docker ---- */
+
+static json_t *
+ulimits_json(const struct policy_docker_limits *l)
+{
+        json_t *o = json_object();
+
+        for (size_t i = 0; i < POLICY_ULIMITS; i++)
+                if (l->ulimit_max[i] != POLICY_ULIMIT_REFUSED)
+                        json_object_set_new(o, policy_docker_ulimit_name(i),
+                                            l->ulimit_max[i] < 0 ? json_string("unlimited")
+                                                                 : json_integer(l->ulimit_max[i]));
+        return o;
+}
+
+/* The maxima and the defaults (sizes in bytes, CPUs as a number; max_disk null: refused). */
+static json_t *
+docker_limits_json(const struct policy_docker_limits *l)
+{
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:o,s:o}", "pids_limit",
+                         (json_int_t) l->pids, "max_pids", (json_int_t) l->max_pids,
+                         "max_pids_per_user", (json_int_t) l->max_pids_user, "memory",
+                         (json_int_t) l->memory, "max_memory", (json_int_t) l->max_memory,
+                         "max_memory_per_user", (json_int_t) l->max_memory_user, "max_cpus",
+                         (double) l->max_nano_cpus / 1e9, "max_cpu_shares",
+                         (json_int_t) l->max_cpu_shares, "max_blkio_weight",
+                         (json_int_t) l->max_blkio_weight, "max_disk",
+                         l->max_disk ? json_integer(l->max_disk) : json_null(), "max_ulimits",
+                         ulimits_json(l));
+}
+
+/* Why the caller's containers run as the image's user, or NULL when they run as the caller. */
+static const char *
+docker_root_why(const struct backend_identity *who, json_t *remap)
+{
+        if (!sandbox_policy_unprivileged(who->uid))
+                return "root or the daemon's user";
+        if (backend_identity_listed(docker_key("root_users"), docker_key("root_groups"), who))
+                return "root_users";
+        return json_is_true(remap) ? "userns_remap" : NULL;
+}
+
+/* Who the caller's containers run as: "caller" (its uid:gid, no capabilities) or "image" (the
+ * image's user or docker.user, root unless they say otherwise), why, and whether uid 0 in them
+ * is host root (null while dockerd has not said whether it remaps users). */
+static void
+docker_runs_as(json_t *o, const struct backend_identity *who, json_t *remap)
+{
+        const char *why = docker_root_why(who, remap);
+
+        if (!why) {
+                json_object_set_new(o, "runs_as", json_string("caller"));
+                json_object_set_new(
+                        o, "user", json_sprintf("%u:%u", (unsigned) who->uid, (unsigned) who->gid));
+                return;
+        }
+        json_object_set_new(o, "runs_as", json_string("image"));
+        json_object_set_new(o, "because", json_string(why));
+        json_object_set_new(o, "host_root",
+                            json_is_boolean(remap) ? json_boolean(!json_is_true(remap))
+                                                   : json_null());
+}
+
+/* What applies to who for docker, for backend.list (new object; details borrowed: the probe's,
+ * with userns_remap): the maxima and defaults, whether it may pull, the images it may use
+ * (null: any), and who its containers run as. */
+json_t *
+sandbox_policy_docker_caller(const struct backend_identity *who, json_t *details)
+{
+        const struct policy_docker_limits *l = sandbox_policy_docker_limits();
+        bool unpriv = sandbox_policy_unprivileged(who->uid);
+        json_t *o = json_pack("{s:I,s:b,s:o,s:b,s:o}", "uid", (json_int_t) who->uid, "unprivileged",
+                              unpriv, "limits", docker_limits_json(l), "allow_pull",
+                              !unpriv || l->allow_pull, "images",
+                              unpriv ? list_json(l->images) : json_null());
+
+        docker_runs_as(o, who, json_object_get(details, "userns_remap"));
+        return o;
+}

@@ -28,6 +28,10 @@ bool sandbox_policy_unprivileged(uid_t uid);
  * object), or NULL for a backend without container checks. */
 json_t *sandbox_policy_operator(const char *backend);
 
+/* What applies to who (borrowed) for docker, for backend.list: {uid, unprivileged, limits,
+ * allow_pull, images, runs_as, user | because, host_root} (new object); details (borrowed)
+ * are the probe's, whose userns_remap says whether uid 0 in a container is host root. */
+json_t *sandbox_policy_docker_caller(const struct backend_identity *who, json_t *details);
 /* The [backend.docker] maxima and images (static; strings borrowed from g.config). */
 const struct policy_docker_limits *sandbox_policy_docker_limits(void);
 /* A docker sandbox's spec for the backend: the operator's pids_limit and memory where the

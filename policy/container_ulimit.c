@@ -17,6 +17,13 @@ static const char *const ulimit_names[POLICY_ULIMITS] = {
         "nice", "nofile", "nproc", "rss",  "rtprio", "rttime", "sigpending", "stack",
 };
 
+/* The name of rlimit i. */
+const char *
+policy_docker_ulimit_name(size_t i)
+{
+        return i < POLICY_ULIMITS ? ulimit_names[i] : NULL;
+}
+
 static int
 ulimit_index(const char *name, size_t n)
 {

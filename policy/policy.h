@@ -76,6 +76,8 @@ struct policy_host {
         "memlock=64m msgqueue=819200 core=0 nice=20 rtprio=0"
 #define POLICY_ULIMITS        16 /* the rlimits Docker knows */
 #define POLICY_ULIMIT_REFUSED (-2)
+/* The name of rlimit i (< POLICY_ULIMITS) of policy_docker_limits.ulimit_max ("as" … "stack"). */
+const char *policy_docker_ulimit_name(size_t i);
 
 /* The operator's maxima of [backend.docker] (docs/backends/docker.md, "Limits and images"):
  * per sandbox, per uid (the sum over its live docker sandboxes), and the images an

@@ -428,6 +428,7 @@ docker_shutdown(void)
 struct docker_probe {
         void *ctx;
         backend_probe_cb cb;
+        json_t *details; /* of an available dockerd, while /info is asked */
 };
 
 static void
@@ -454,6 +455,20 @@ docker_probe_fail(struct docker_probe *pr, const char *terr)
         free(pr);
 }
 
+/* Whether dockerd remaps users, and its CPUs and memory: what it answers, else as last known. */
+static void
+docker_probe_info_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
+                     const char *terr)
+{
+        struct docker_probe *pr = ctx;
+
+        if (status == 200)
+                docker_info_note(body);
+        docker_info_details(pr->details);
+        pr->cb(pr->ctx, true, NULL, NULL, pr->details);
+        free(pr);
+}
+
 static void
 docker_version_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
                   const char *terr)
@@ -476,10 +491,12 @@ docker_version_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
                         xasprintf("Docker API %s is too old (need %.2f)", api, DOCKER_API_MIN);
                 pr->cb(pr->ctx, false, reason, "upgrade Docker to 20.10 or later", details);
                 free(reason);
-        } else {
-                pr->cb(pr->ctx, true, NULL, NULL, details);
+                free(pr);
+                return;
         }
-        free(pr);
+        pr->details = details;
+        if (docker_get("/info", DOCKER_PROBE_TIMEOUT_MS, docker_probe_info_cb, pr) < 0)
+                docker_probe_info_cb(pr, 0, NULL, NULL, 0, "cannot start a request");
 }
 
 static void

@@ -42,6 +42,18 @@ docker_info_note(json_t *body)
         return info.remaps == 1;
 }
 
+/* Adds userns_remap (null: not known yet), ncpu and mem_total to backend.list's details. */
+void
+docker_info_details(json_t *d)
+{
+        json_object_set_new(d, "userns_remap",
+                            info.remaps < 0 ? json_null() : json_boolean(info.remaps == 1));
+        if (info.ncpu)
+                json_object_set_new(d, "ncpu", json_integer(info.ncpu));
+        if (info.mem_total)
+                json_object_set_new(d, "mem_total", json_integer(info.mem_total));
+}
+
 /* Whether dockerd remapped users, for the details of sb's sandbox.get. */
 void
 docker_info_sandbox(const struct backend_sandbox *sb, json_t *d)

@@ -277,6 +277,8 @@ void docker_user_details(const struct backend_sandbox *sb, json_t *d);
 bool docker_info_remaps(json_t *body);
 /* Keeps NCPU, MemTotal and the remapping of body (a 200 answer, borrowed); returns the last. */
 bool docker_info_note(json_t *body);
+/* Adds userns_remap (null until dockerd answered), ncpu and mem_total to d (borrowed). */
+void docker_info_details(json_t *d);
 /* Adds userns_remap (null: not known) of sb to its sandbox details d (borrowed). */
 void docker_info_sandbox(const struct backend_sandbox *sb, json_t *d);
 

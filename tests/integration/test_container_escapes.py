@@ -395,6 +395,33 @@ class RunsAsCaller(unittest.TestCase):
         for name in ("f", "g"):  # the host side of the volume
             self.assertEqual(os.stat(os.path.join(mp, name)).st_uid, NOBODY, name)
 
+    def test_backend_list_says_what_applies(self):
+        """backend.list tells nobody its maxima, images, pulls and that it runs as itself;
+        root that its containers run as the image's user, as host root."""
+        res = as_nobody(self.daemon.socket, [["backend.list", {}]])
+        mine = [b for b in res[0]["result"]["backends"] if b["name"] == "docker"][0]["details"]
+        c = self.daemon.client()
+        try:
+            roots = [b for b in c.call("backend.list")["backends"] if b["name"] == "docker"]
+        finally:
+            c.close()
+        root = roots[0]["details"]
+        self.assertIs(mine["userns_remap"], False, mine)
+        me = mine["caller"]
+        self.assertEqual((me["uid"], me["unprivileged"], me["runs_as"], me["user"],
+                          me["allow_pull"], me["images"]),
+                         (NOBODY, True, "caller", "%d:%d" % (NOBODY, NOBODY), False,
+                          [IMAGE, self.image]), me)
+        self.assertEqual((me["limits"]["max_pids"], me["limits"]["pids_limit"],
+                          me["limits"]["max_ulimits"]["nofile"], me["limits"]["max_disk"]),
+                         (4096, 300, 1048576, None), me["limits"])  # test_docker.config
+        self.assertEqual(me["limits"]["max_ulimits"]["rtprio"], 0)
+        self.assertNotIn("sigpending", me["limits"]["max_ulimits"])
+        them = root["caller"]
+        self.assertEqual((them["uid"], them["unprivileged"], them["runs_as"],
+                          them["host_root"], them["images"], them["limits"]),
+                         (0, False, "image", True, None, me["limits"]), them)
+
     def test_setuid_root_binary_gives_no_root(self):
         # the control: without no-new-privileges the bit works for uid nobody
         control = docker("run", "--rm", "--user", "%d:%d" % (NOBODY, NOBODY), self.image,
