@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/docker/docker.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 
@@ -22,6 +23,17 @@ docker_key(const char *key)
         return v && *v ? v : NULL;
 }
 
+/* What dockerd's host offers: the daemon's, or for a dockerd on another host what its GET
+ * /info said (until it has answered: 1 CPU and no memory, so the defaults are the least). */
+static const struct policy_host *
+docker_host(void)
+{
+        static struct policy_host h;
+
+        h = *config_host();
+        return docker_remote_host(&h) ? &h : config_host();
+}
+
 /* The maxima of [backend.docker], parsed anew (the config may have been reloaded). */
 const struct policy_docker_limits *
 sandbox_policy_docker_limits(void)
@@ -29,8 +41,9 @@ sandbox_policy_docker_limits(void)
         static struct policy_docker_limits l;
         struct sbx_error err = {0};
 
-        /* checked at load; should it fail now, l is all zeros: every request is refused */
-        policy_docker_limits_parse(config_backend(g.config, "docker"), config_host(), &l, &err);
+        /* checked at load; should it fail now (a remote host smaller than an explicit key
+         * allows), l is all zeros: every request is refused */
+        policy_docker_limits_parse(config_backend(g.config, "docker"), docker_host(), &l, &err);
         sbx_error_clear(&err);
         return &l;
 }

@@ -6,12 +6,14 @@
 
 #include "backends/docker/docker.h"
 #include "backends/docker/docker_int.h"
+#include "policy/policy.h"
 
 static struct {
         int remaps; /* 1, 0; -1 before any answer */
         long ncpu;
         int64_t mem_total;
-} info = {-1, 0, 0};
+        bool cgroup2;
+} info = {-1, 0, 0, false};
 
 /* Whether info (a GET /info body, borrowed) names user-namespace remapping or rootless mode. */
 bool
@@ -35,10 +37,12 @@ docker_info_note(json_t *body)
 {
         json_int_t ncpu = json_integer_value(json_object_get(body, "NCPU"));
         json_int_t mem = json_integer_value(json_object_get(body, "MemTotal"));
+        const char *cg = json_string_value(json_object_get(body, "CgroupVersion"));
 
         info.remaps = docker_info_remaps(body);
         info.ncpu = ncpu > 0 ? (long) ncpu : 0;
         info.mem_total = mem > 0 ? (int64_t) mem : 0;
+        info.cgroup2 = cg && !strcmp(cg, "2");
         return info.remaps == 1;
 }
 
@@ -52,6 +56,20 @@ docker_info_details(json_t *d)
                 json_object_set_new(d, "ncpu", json_integer(info.ncpu));
         if (info.mem_total)
                 json_object_set_new(d, "mem_total", json_integer(info.mem_total));
+}
+
+/* For a dockerd on another host (tcp://): its CPUs, memory and cgroup version as GET /info
+ * last said into h (0 CPUs and memory while it has not answered); false for a local socket,
+ * whose host is the daemon's. */
+bool
+docker_remote_host(struct policy_host *h)
+{
+        if (!docker.initialised || !docker.tcp_host)
+                return false;
+        h->cpus = info.ncpu;
+        h->mem = info.mem_total;
+        h->cgroup2 = info.cgroup2;
+        return true;
 }
 
 /* Whether dockerd remapped users, for the details of sb's sandbox.get. */

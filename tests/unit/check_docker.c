@@ -9,6 +9,8 @@
  * whose lock the run holds, and the runner removes what is left after the tests; what a
  * killed run leaves, tests/docker/setup.sh removes (the lock is free then).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1364,6 +1366,8 @@ fake_agent(int fd, uint32_t pid)
 }
 
 static char fake_log[80]; /* request lines the fake served, one per line */
+/* The fake is a dockerd on another host (tcp://): its GET /info says so. */
+static bool fake_remote;
 
 /* Blocks until the client goes (a request that never gets its answer). */
 static void
@@ -1393,10 +1397,16 @@ fake_serve(int fd)
         }
         if (strstr(req, "GET /_ping HTTP/1.1\r\n"))
                 fake_reply(fd, "200 OK", "OK");
+        else if (fake_remote && (strstr(req, "GET /info ") || strstr(req, "GET /v1.41/info ")))
+                fake_reply(fd, "200 OK",
+                           "{\"NCPU\":64,\"MemTotal\":68719476736,\"CgroupVersion\":\"2\","
+                           "\"SecurityOptions\":[\"name=seccomp,profile=builtin\","
+                           "\"name=userns\"]}");
         else if (strstr(req, "GET /version HTTP/1.1\r\n")) {
-                /* Chunked, as dockerd (Go net/http) sends a body of unknown length. */
+                /* Chunked, as dockerd (Go net/http) sends a body of unknown length; one
+                 * request per connection, so the client may not keep it for the next. */
                 const char *r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                "Transfer-Encoding: chunked\r\n\r\n"
+                                "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                                 "11\r\n{\"ApiVersion\":\"1.\r\n"
                                 "1d\r\n43\",\"Version\":\"24.0.99-fake\"}\r\n0\r\n\r\n";
                 if (write(fd, r, strlen(r)) < 0)
@@ -1462,16 +1472,41 @@ fake_serve(int fd)
                 fake_reply(fd, "200 OK", "{}");
 }
 
+static pid_t fake_run(int lfd, const char *path);
+
 static pid_t
 fake_start(const char *path)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        pid_t pid;
 
         unlink(path);
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
         ck_assert_int_eq(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        return fake_run(lfd, path);
+}
+
+/* The fake on 127.0.0.1 (*port: the one it got), as a dockerd on another host; its request
+ * log is path.log. */
+static pid_t
+fake_start_tcp(const char *path, int *port)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t n = sizeof(sa);
+        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(getsockname(lfd, (struct sockaddr *) &sa, &n), 0);
+        *port = ntohs(sa.sin_port);
+        fake_remote = true;
+        return fake_run(lfd, path);
+}
+
+static pid_t
+fake_run(int lfd, const char *path)
+{
+        pid_t pid;
+
         ck_assert_int_eq(listen(lfd, 16), 0);
         snprintf(fake_log, sizeof(fake_log), "%s.log", path);
         unlink(fake_log);
@@ -1667,15 +1702,25 @@ START_TEST(test_create_cancelled_leaves_nothing)
 }
 END_TEST
 
+/* _i = 0: the fake on a local socket, whose host is the daemon's. _i = 1: a dockerd on another
+ * host (tcp://), whose GET /info gives the CPUs, memory and cgroup version the defaults of the
+ * maxima follow, and says it remaps users. */
 START_TEST(test_probe_fake)
 {
         char path[64], cfg[128];
         struct probed p = {0};
+        struct policy_host h = {.pid_max = 7};
+        int port;
         pid_t pid;
 
-        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.sock", (int) getpid());
-        pid = fake_start(path);
-        snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\"}", path);
+        snprintf(path, sizeof(path), "/tmp/sbx-fake-docker-%d.%s", (int) getpid(),
+                 _i ? "tcp" : "sock");
+        pid = _i ? fake_start_tcp(path, &port) : fake_start(path);
+        if (_i)
+                snprintf(cfg, sizeof(cfg), "{\"host\": \"tcp://127.0.0.1:%d\", \"agent\": \"off\"}",
+                         port);
+        else
+                snprintf(cfg, sizeof(cfg), "{\"host\": \"unix://%s\"}", path);
         backend_up(cfg);
         ops->probe(&p, probe_cb);
         run_until(&p.done);
@@ -1683,9 +1728,21 @@ START_TEST(test_probe_fake)
         ck_assert_str_eq(json_string_value(json_object_get(p.details, "api_version")), "1.43");
         ck_assert_str_eq(json_string_value(json_object_get(p.details, "server_version")),
                          "24.0.99-fake");
-        ck_assert(!http_curl_initialised());
+        if (!_i) {
+                ck_assert(!http_curl_initialised());
+                ck_assert(!docker_remote_host(&h));
+        } else {
+                ck_assert(json_is_true(json_object_get(p.details, "userns_remap")));
+                ck_assert_int_eq(json_integer_value(json_object_get(p.details, "ncpu")), 64);
+                ck_assert(docker_remote_host(&h));
+                ck_assert_int_eq(h.cpus, 64);
+                ck_assert_int_eq(h.mem, INT64_C(64) << 30);
+                ck_assert(h.cgroup2);
+                ck_assert_int_eq(h.pid_max, 7); /* /info does not say: the daemon's stays */
+        }
         json_decref(p.details);
         backend_down();
+        fake_remote = false;
         fake_stop(pid, path);
 }
 END_TEST
@@ -1724,7 +1781,7 @@ docker_suite(void)
         tcase_add_loop_test(tc, test_pty_and_resize, 0, 2);
         tcase_add_test(tc, test_pull_progress_fake);
         tcase_add_loop_test(tc, test_no_pull_and_named_image_fake, 0, 2);
-        tcase_add_test(tc, test_probe_fake);
+        tcase_add_loop_test(tc, test_probe_fake, 0, 2);
         tcase_add_loop_test(tc, test_create_cancelled_leaves_nothing, 0, 2);
         tcase_add_loop_test(tc, test_agent_resync_fake, 0, 2);
         suite_add_tcase(s, tc);
