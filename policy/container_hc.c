@@ -259,21 +259,36 @@ parse_bool(const char *s)
         return in_list(s, t) ? 1 : in_list(s, f) ? 0 : -1;
 }
 
+/* How dockerd reads one SecurityOpt entry for no-new-privileges (policy.h). */
+int
+policy_secopt_nnp(const char *opt)
+{
+        /* dockerd (daemon/daemon_unix.go parseSecurityOpt): the bare word is on; otherwise it
+         * splits at the first '=' when there is one, else at the first ':' (deprecated), and
+         * the key must be exactly no-new-privileges with a strconv.ParseBool value. */
+        const char *sep = strchr(opt, '=') ? strchr(opt, '=') : strchr(opt, ':');
+
+        if (!strcmp(opt, "no-new-privileges"))
+                return 1;
+        if (!sep || sep - opt != 17 || strncmp(opt, "no-new-privileges", 17) != 0)
+                return -2;
+        return parse_bool(sep + 1);
+}
+
 /* One SecurityOpt entry: 1 no-new-privileges, 0 refused (finding added), -1 harmless. */
 static int
 secopt_one(struct cjudge *j, const char *param, const char *s)
 {
         size_t k = strcspn(s, "=:");
-        const char *val = s[k] ? s + k + 1 : NULL;
+        int b = policy_secopt_nnp(s);
 
-        if (k == 17 && !strncmp(s, "no-new-privileges", 17)) {
-                int b = val ? parse_bool(val) : 1;
-                if (b < 0)
-                        cj_invalid(j, param, "'%s': not a boolean", s);
-                else if (b == 0)
-                        cj_add(j, "container.secopt", s);
+        if (b == -1)
+                cj_invalid(j, param,
+                           "'%s': not a boolean (dockerd reads 1, t, T, true, True, TRUE)", s);
+        else if (b == 0)
+                cj_add(j, "container.secopt", s);
+        if (b != -2)
                 return b > 0 ? 1 : 0;
-        }
         /* podman: more masking is fine, unmasking is not. */
         if (j->cli && k == 4 && !strncmp(s, "mask", 4))
                 return -1;

@@ -201,6 +201,11 @@ void policy_eval_sandbox(const struct policy *p, const struct policy_ctx *ctx, j
 int policy_container_config_check(const char *unchecked_fields, const char *volume_drivers,
                                   struct sbx_error *err);
 
+/* How dockerd reads one HostConfig.SecurityOpt entry for no-new-privileges (the one table both
+ * the policy and the docker backend use): 1 on, 0 off, -1 no-new-privileges with a value that is
+ * not a boolean (dockerd refuses it), -2 another option. */
+int policy_secopt_nnp(const char *opt);
+
 /* Docker's rule for volume and container names: [A-Za-z0-9][A-Za-z0-9_.-]+ (at most 255). */
 bool policy_container_name_ok(const char *name);
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends/docker/docker_int.h"
+#include "policy/policy.h"
 
 struct docker_owner {
         unsigned uid, gid;
@@ -167,11 +168,13 @@ docker_user_is_owner(const struct docker_owner *o, const char *user)
         return !strcmp(user, self) || !strcmp(user, selfg);
 }
 
-/* Whether the merged HostConfig still drops every capability and keeps no-new-privileges. */
+/* Whether the merged HostConfig still drops every capability and keeps no-new-privileges: a
+ * spelling dockerd reads as on (policy_secopt_nnp), and none it reads as off or refuses (its
+ * last entry wins). */
 static bool
 docker_user_hardened(json_t *hc)
 {
-        bool all = false, nnp = false;
+        bool all = false, nnp = false, off = false;
         json_t *e;
         size_t i;
 
@@ -179,12 +182,11 @@ docker_user_hardened(json_t *hc)
                 all || (json_is_string(e) && !strcasecmp(json_string_value(e), "ALL"));
         json_array_foreach(json_object_get(hc, "SecurityOpt"), i, e)
         {
-                const char *s = json_string_value(e);
-                nnp = nnp || (s && (!strcmp(s, "no-new-privileges") ||
-                                    !strcmp(s, "no-new-privileges:true") ||
-                                    !strcmp(s, "no-new-privileges=true")));
+                int b = json_is_string(e) ? policy_secopt_nnp(json_string_value(e)) : -1;
+                nnp = nnp || b == 1;
+                off = off || b == 0 || b == -1;
         }
-        return all && nnp;
+        return all && nnp && !off;
 }
 
 /* The owner's home as a tmpfs of its own (when it is a path a tmpfs may cover); returns
@@ -238,6 +240,72 @@ docker_user_volumes(json_t *hc, json_t *give)
         }
 }
 
+/* Whether the owner's workdir is in the image's filesystem (an archive PUT must give it). */
+static bool
+docker_user_image_workdir(const struct docker_owner *o, json_t *hc)
+{
+        return o->workdir && strcmp(o->workdir, "/") != 0 && !docker_on_mount(hc, o->workdir);
+}
+
+/* Refuses a workdir that cannot be given: dockerd refuses an archive PUT into a read-only
+ * rootfs ("container rootfs is marked read-only"), so say so before anything is made; 0 or
+ * -EPERM and c->err. */
+static int
+docker_user_ro_workdir(struct docker_create *c, json_t *hc)
+{
+        struct docker_owner *o = c->owner;
+
+        if (!docker_user_image_workdir(o, hc) ||
+            !json_is_true(json_object_get(hc, "ReadonlyRootfs")))
+                return 0;
+        sbx_error_param(&c->err, "workdir",
+                        "workdir '%s' is in the image's filesystem and "
+                        "docker.host_config.ReadonlyRootfs is true: uid %u's container runs as "
+                        "%u:%u and cannot be given that directory; put the workdir on a volume "
+                        "or tmpfs mount (docker.host_config.Mounts, Binds or Tmpfs) or leave "
+                        "ReadonlyRootfs out",
+                        o->workdir, o->uid, o->uid, o->gid);
+        return -EPERM;
+}
+
+/* Whether the tmpfs options opts (comma separated) set key ("uid" or "gid"). */
+static bool
+docker_tmpfs_sets(const char *opts, const char *key)
+{
+        size_t n = strlen(key);
+
+        for (const char *p = opts; *p; p += strcspn(p, ","), p += *p == ',')
+                if (!strncmp(p, key, n) && p[n] == '=')
+                        return true;
+        return false;
+}
+
+/* A HostConfig.Tmpfs mount at the owner's workdir is mounted only at start (an archive PUT
+ * cannot reach it): its root is the owner's by the mount's own uid=/gid= options, unless the
+ * spec set them. */
+static void
+docker_user_tmpfs_workdir(const struct docker_owner *o, json_t *hc)
+{
+        json_t *tmpfs = json_object_get(hc, "Tmpfs");
+        const char *opts =
+                o->workdir ? json_string_value(json_object_get(tmpfs, o->workdir)) : NULL;
+        char more[64] = "";
+        size_t n;
+
+        if (!opts)
+                return;
+        if (!docker_tmpfs_sets(opts, "uid"))
+                snprintf(more, sizeof(more), ",uid=%u", o->uid);
+        n = strlen(more);
+        if (!docker_tmpfs_sets(opts, "gid"))
+                snprintf(more + n, sizeof(more) - n, ",gid=%u", o->gid);
+        if (!more[0])
+                return;
+        /* no comma before the first option */
+        json_object_set_new(tmpfs, o->workdir,
+                            json_sprintf("%s%s", opts, opts[0] ? more : more + 1));
+}
+
 /* Fits c->body to an owner that runs as itself; 0, or -EPERM and c->err. */
 static int
 docker_user_apply(struct docker_create *c)
@@ -259,17 +327,20 @@ docker_user_apply(struct docker_create *c)
                 return docker_user_refuse(c, "docker.host_config",
                                           "CapDrop must keep ALL and SecurityOpt "
                                           "no-new-privileges");
+        if (docker_user_ro_workdir(c, hc) < 0)
+                return -EPERM;
         json_object_set_new(c->body, "User", json_sprintf("%u:%u", o->uid, o->gid));
         json_object_set_new(hc, "CapAdd", json_array());
         json_object_set(hc, "GroupAdd", o->groups);
         home = docker_user_home(c, hc);
         if (!o->workdir)
                 json_object_set_new(c->body, "WorkingDir", json_string(home ? o->home : "/tmp"));
-        if (o->workdir && strcmp(o->workdir, "/") != 0 && !docker_on_mount(hc, o->workdir)) {
+        if (docker_user_image_workdir(o, hc)) {
                 char *entry = xasprintf("%s/", o->workdir + strspn(o->workdir, "/"));
                 json_array_append_new(o->give, json_pack("[s,s]", "/", entry));
                 free(entry);
         }
+        docker_user_tmpfs_workdir(o, hc);
         docker_user_volumes(hc, o->give);
         return 0;
 }

@@ -395,6 +395,36 @@ class RunsAsCaller(unittest.TestCase):
         for name in ("f", "g"):  # the host side of the volume
             self.assertEqual(os.stat(os.path.join(mp, name)).st_uid, NOBODY, name)
 
+    def test_readonly_rootfs_workdir_and_nnp_spellings(self):
+        """A workdir the read-only rootfs cannot give is refused up front, naming both fields;
+        on a tmpfs mount it is nobody's. A no-new-privileges spelling dockerd reads as on (:1)
+        passes policy and backend and really sets NoNewPrivs; one it reads as off does not."""
+        ro = {"ReadonlyRootfs": True}
+        res = as_nobody(self.daemon.socket, decision="once", calls=[
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "ro",
+                                "workdir": "/work", "docker": {"host_config": ro}}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "rt",
+                                "workdir": "/work", "docker": {"host_config": dict(
+                                    ro, Tmpfs={"/work": "size=1m"})}}],
+            ["exec", {"sandbox": "rt", "command": "touch x && echo ok"}],
+            ["sandbox.destroy", {"id": "rt"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "n1", "docker": {
+                "host_config": {"SecurityOpt": ["no-new-privileges:1"]}}}],
+            ["exec", {"sandbox": "n1", "command": "grep NoNewPrivs /proc/self/status"}],
+            ["sandbox.destroy", {"id": "n1"}],
+            ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "n0", "docker": {
+                "host_config": {"SecurityOpt": ["no-new-privileges=0"]}}}],
+        ])
+        err = res[0]["error"]
+        self.assertEqual((err["code"], err["data"]["param"]), (-32602, "workdir"), err)
+        for word in ("ReadonlyRootfs", "tmpfs mount", "volume"):
+            self.assertIn(word, err["message"])
+        for r in res[1:7]:
+            self.assertIn("result", r, r)
+        self.assertEqual(res[2]["result"]["stdout"], "ok\n", res[2])
+        self.assertEqual(res[5]["result"]["stdout"].split(), ["NoNewPrivs:", "1"], res[5])
+        self.assertIn("container.secopt", json.dumps(res[7]["error"]), res[7])
+
     def test_backend_list_says_what_applies(self):
         """backend.list tells nobody its maxima, images, pulls and that it runs as itself;
         root that its containers run as the image's user, as host root."""

@@ -332,6 +332,19 @@ run_free(struct run *r)
         free(r->state);
 }
 
+/* Runs argv in sb, expects want on stdout, then destroys sb. */
+static void
+run_expect_destroy(struct backend_sandbox *sb, char *const *argv, const char *want)
+{
+        struct run r = {0};
+
+        run_argv(sb, argv, &r);
+        buf_append(&r.out, "", 1);
+        ck_assert_str_eq(r.out.data, want);
+        run_free(&r);
+        destroy(sb);
+}
+
 /* ---- tests ---- */
 
 struct probed {
@@ -439,7 +452,13 @@ START_TEST(test_unprivileged_owner)
                 {"{'host_config':{'GroupAdd':['0']}}", "docker.host_config.GroupAdd"},
                 {"{'host_config':{'CapDrop':[]}}", "docker.host_config"},
                 {"{'host_config':{'SecurityOpt':[]}}", "docker.host_config"},
+                {"{'host_config':{'SecurityOpt':['no-new-privileges=0']}}", "docker.host_config"},
+                {"{'host_config':{'SecurityOpt':['no-new-privileges','no-new-privileges:f']}}",
+                 "docker.host_config"},
                 {"{'user':'65534:65534','host_config':{'CapAdd':[],'GroupAdd':null}}", NULL},
+                /* the spellings the policy passes (policy_secopt_nnp) are hardened enough */
+                {"{'host_config':{'SecurityOpt':['no-new-privileges:1']}}", NULL},
+                {"{'host_config':{'SecurityOpt':['no-new-privileges=True']}}", NULL},
         };
 
         backend_up(exec_mode(1));
@@ -485,6 +504,46 @@ START_TEST(test_unprivileged_owner)
 }
 END_TEST
 
+/* ReadonlyRootfs with a workdir in the image's filesystem: dockerd would refuse the archive PUT
+ * that gives the owner its workdir, so the create is refused first, naming both fields and the
+ * fix; with the workdir on a tmpfs mount it works and the owner can write there. */
+START_TEST(test_readonly_rootfs_workdir)
+{
+        static const struct {
+                const char *section;
+                bool ok;
+        } cases[] = {
+                {"{\"host_config\":{\"ReadonlyRootfs\":true}}", false},
+                {"{\"host_config\":{\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/work\":\"\"}}}", true},
+        };
+        char *argv[] = {"sh", "-c", "touch /work/f && stat -c %u /work/f", NULL};
+
+        backend_up(exec_mode(1));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct sandbox_spec sp = spec_default(NULL);
+                struct created c = {0};
+                sp.owner = &nobody;
+                sp.workdir = "/work";
+                sp.section = json_loads(cases[i].section, 0, NULL);
+                struct backend_sandbox *sb = create_with(&sp, &c);
+                spec_free(&sp);
+                if (!cases[i].ok) {
+                        ck_assert_msg(!sb, "created: %s", cases[i].section);
+                        ck_assert_int_eq(c.err.code, -32602);
+                        ck_assert_str_eq(json_string_value(json_object_get(c.err.data, "param")),
+                                         "workdir");
+                        ck_assert_ptr_nonnull(strstr(c.err.message, "ReadonlyRootfs"));
+                        ck_assert_ptr_nonnull(strstr(c.err.message, "tmpfs mount"));
+                        sbx_error_clear(&c.err);
+                        continue;
+                }
+                ck_assert_msg(sb != NULL, "create failed: %s", c.err.message);
+                run_expect_destroy(sb, argv, "65534\n");
+        }
+        backend_down();
+}
+END_TEST
+
 /* A uid of 2^21 or more (LDAP, SSSD) does not fit the tar header's 7 octal digits: the archive
  * PUT that gives the owner its working directory must still give it to that uid, not to the
  * uid its low digits make (2098152 would be 1000). */
@@ -497,7 +556,6 @@ START_TEST(test_owner_with_a_large_uid)
         struct sandbox_spec sp = spec_default(NULL);
         struct created c = {0};
         char *argv[] = {"stat", "-c", "%u %g", "/work", NULL};
-        struct run r = {0};
 
         backend_up(exec_mode(1));
         sp.owner = &big;
@@ -505,11 +563,7 @@ START_TEST(test_owner_with_a_large_uid)
         struct backend_sandbox *sb = create_with(&sp, &c);
         spec_free(&sp);
         ck_assert_msg(sb != NULL, "create failed: %s", c.err.message);
-        run_argv(sb, argv, &r);
-        buf_append(&r.out, "", 1);
-        ck_assert_str_eq(r.out.data, "2098152 2098152\n");
-        run_free(&r);
-        destroy(sb);
+        run_expect_destroy(sb, argv, "2098152 2098152\n");
         backend_down();
 }
 END_TEST
@@ -1759,6 +1813,7 @@ docker_suite(void)
         tcase_add_loop_test(tc, test_hardening, 0, 2);
         tcase_add_test(tc, test_unprivileged_owner);
         tcase_add_test(tc, test_owner_with_a_large_uid);
+        tcase_add_test(tc, test_readonly_rootfs_workdir);
         tcase_add_test(tc, test_resources_and_section);
         tcase_add_test(tc, test_policy_denies_dangerous_specs);
         tcase_add_test(tc, test_named_volume_bind_etc);
