@@ -62,6 +62,8 @@ static const struct config_key config_keys[] = {
         K("limits", "max_processes_per_uid", CT_U64, max_processes_per_uid, 100000),
         K("limits", "max_sandboxes_per_uid", CT_U64, max_sandboxes_per_uid, 100000),
         K("limits", "max_exited_per_uid", CT_U64, max_exited_per_uid, 1000000),
+        K("limits", "max_exited_bytes_per_uid", CT_SIZE, max_exited_bytes_per_uid, 1ULL << 40),
+        K("limits", "max_spool_bytes_per_uid", CT_SIZE, max_spool_bytes_per_uid, 1ULL << 50),
         K("limits", "spool_max_bytes", CT_SIZE, spool_max_bytes, 1ULL << 40),
         K("limits", "max_output_bytes_limit", CT_SIZE, max_output_bytes_limit, 1ULL << 32),
         K("limits", "max_stdin_bytes", CT_SIZE, max_stdin_bytes, 1ULL << 32),
@@ -100,6 +102,8 @@ config_new_default(void)
         c->max_processes_per_uid = 2048;
         c->max_sandboxes_per_uid = 64;
         c->max_exited_per_uid = 4096;
+        c->max_exited_bytes_per_uid = 64u << 20;
+        c->max_spool_bytes_per_uid = 4ULL << 30;
         c->spool_max_bytes = 64u << 20;
         c->max_output_bytes_limit = 64u << 20;
         c->max_stdin_bytes = 64u << 20;

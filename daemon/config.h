@@ -30,6 +30,8 @@ struct config {
         uint64_t max_processes_per_uid;
         uint64_t max_sandboxes_per_uid;
         uint64_t max_exited_per_uid;
+        uint64_t max_exited_bytes_per_uid; /* command/argv, env, cwd, tag of exited ones */
+        uint64_t max_spool_bytes_per_uid;  /* output their spools keep on disk */
         uint64_t spool_max_bytes;
         uint64_t max_output_bytes_limit;
         uint64_t max_stdin_bytes;

@@ -230,26 +230,83 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
         uv_timer_start(&k->timer, proc_killall_tick_cb, 0, 20);
 }
 
+/* What one uid's exited processes keep: their number, the bytes of what describes them and
+ * the bytes of output their spools hold on disk. */
 struct proc_uid_count {
         uid_t uid;
-        uint64_t exited;
+        uint64_t exited, desc_bytes, spool_bytes;
 };
 
-/* The counter of uid in counts (grown as needed). */
-static uint64_t *
+/* The counters of uid in counts (grown as needed). */
+static struct proc_uid_count *
 proc_uid_slot(struct proc_uid_count **counts, size_t *n, uid_t uid)
 {
         for (size_t i = 0; i < *n; i++)
                 if ((*counts)[i].uid == uid)
-                        return &(*counts)[i].exited;
+                        return &(*counts)[i];
         *counts = xrealloc(*counts, (*n + 1) * sizeof(**counts));
-        (*counts)[*n].uid = uid;
-        (*counts)[*n].exited = 0;
-        return &(*counts)[(*n)++].exited;
+        (*counts)[*n] = (struct proc_uid_count){.uid = uid};
+        return &(*counts)[(*n)++];
 }
 
-/* Forgets exited processes past exited_retention_s, then the oldest of any uid that keeps more
- * than max_exited_per_uid. Linear: one pass to count, one to evict (oldest first). */
+static uint64_t
+proc_json_bytes(json_t *j)
+{
+        const char *k;
+        json_t *v;
+        size_t i;
+        uint64_t n = 0;
+
+        if (json_is_string(j))
+                return json_string_length(j);
+        json_array_foreach(j, i, v) n += proc_json_bytes(v);
+        json_object_foreach(j, k, v) n += strlen(k) + proc_json_bytes(v);
+        return n;
+}
+
+/* Bytes of what describes p for as long as it is kept (command or argv, env, cwd, tag), the
+ * exec journal's copy of it aside; computed once. */
+static uint64_t
+proc_desc_bytes(struct proc *p)
+{
+        if (!p->desc_bytes)
+                p->desc_bytes = 1 + (p->command ? strlen(p->command) : 0) +
+                                proc_json_bytes(p->argv) + proc_json_bytes(p->env) +
+                                (p->cwd ? strlen(p->cwd) : 0) + (p->tag ? strlen(p->tag) : 0);
+        return p->desc_bytes;
+}
+
+static uint64_t
+proc_spool_bytes(const struct proc *p)
+{
+        uint64_t n = 0;
+
+        for (int i = 0; i < 2; i++)
+                if (p->out[i].spool)
+                        n += spool_total(p->out[i].spool) - spool_first(p->out[i].spool);
+        return n;
+}
+
+/* Adds p to (sign 1) or takes it from (sign -1) its owner's counters. */
+static void
+proc_uid_add(struct proc_uid_count *c, struct proc *p, int sign)
+{
+        c->exited += (uint64_t) sign;
+        c->desc_bytes += (uint64_t) sign * proc_desc_bytes(p);
+        c->spool_bytes += (uint64_t) sign * proc_spool_bytes(p);
+}
+
+static bool
+proc_over(const struct proc_uid_count *c)
+{
+        return c->exited > g.config->max_exited_per_uid ||
+               c->desc_bytes > g.config->max_exited_bytes_per_uid ||
+               c->spool_bytes > g.config->max_spool_bytes_per_uid;
+}
+
+/* Forgets exited processes past exited_retention_s, then the oldest of any uid whose exited
+ * processes are more than max_exited_per_uid, or keep more than max_exited_bytes_per_uid of
+ * description or max_spool_bytes_per_uid of output. Linear: one pass to count, one to evict. */
 static void
 proc_gc_cb(uv_timer_t *t)
 {
@@ -266,18 +323,18 @@ proc_gc_cb(uv_timer_t *t)
                 if (now - p->ended_wall >= g.config->exited_retention_s * 1000)
                         proc_forget(p);
                 else
-                        (*proc_uid_slot(&counts, &n, p->owner))++;
+                        proc_uid_add(proc_uid_slot(&counts, &n, p->owner), p, 1);
         }
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
-                uint64_t *c;
+                struct proc_uid_count *c;
                 if (p->state != PROC_EXITED)
                         continue;
                 c = proc_uid_slot(&counts, &n, p->owner);
-                if (*c > g.config->max_exited_per_uid) {
+                if (proc_over(c)) {
+                        proc_uid_add(c, p, -1);
                         proc_forget(p);
-                        (*c)--;
                 }
         }
         free(counts);

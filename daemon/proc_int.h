@@ -104,7 +104,8 @@ struct proc {
         json_t *argv;
         char *tag;
         char *cwd;
-        json_t *env; /* exec env override (owned, may be NULL) */
+        json_t *env;         /* exec env override (owned, may be NULL) */
+        uint64_t desc_bytes; /* of command/argv, env, cwd, tag: proc.c's, once computed */
         bool background, stream, base64, pty, stdin_open, merge;
         uint64_t timeout_ms;
         uint64_t max_output;

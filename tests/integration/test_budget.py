@@ -214,3 +214,31 @@ class Attacker(NobodyTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExitedBudget(DaemonTest):
+    """What a uid's exited processes keep is bounded in bytes, not only in number: a client
+    cannot make the daemon hold 4096 one-MiB argvs in memory and in its exec journal, or 4096
+    full spools on disk, for an hour after it left (max_exited_bytes_per_uid,
+    max_spool_bytes_per_uid; the oldest go first, at the next sweep, every 5 s)."""
+    config = "[limits]\nmax_exited_bytes_per_uid = 1M\nmax_spool_bytes_per_uid = 1M\n"
+
+    def kept(self):
+        return {p["exec_id"] for p in self.c.call("process.list")["processes"]}
+
+    def wait_forgotten(self, ids):
+        wait_for(lambda: ids[0] not in self.kept(), "the oldest exec to be forgotten", 20)
+        self.assertEqual(self.kept() & set(ids), set(ids[1:]))
+
+    def test_description_bytes(self):
+        arg = "a" * 100000
+        ids = [self.c.call("exec", {"argv": ["true"] + [arg] * 3})["exec_id"] for _ in range(4)]
+        self.wait_forgotten(ids)
+
+    def test_spooled_output_bytes(self):
+        ids = [self.c.call("exec", {"command": "head -c 400000 /dev/zero",
+                                     "stream": False})["exec_id"] for _ in range(3)]
+        self.wait_forgotten(ids)
+        spool = os.path.join(self.daemon.state, "spool")
+        self.assertEqual(self.c.call("process.read", {"exec_id": ids[2]})["next_offset"], 65536)
+        self.assertFalse([f for f in os.listdir(spool) if f.startswith(ids[0])], spool)
