@@ -14,13 +14,18 @@
 
 #define EXECREC_FILE      "execs.jsonl"
 #define EXECREC_MAX_BYTES (256u << 20) /* a journal larger than this is not replayed */
+/* The live records' lines at most: the journal is compacted before an append would take it past
+ * EXECREC_MAX_BYTES, so it stays replayable however large the records a client makes. */
+#define EXECREC_LIVE_MAX (EXECREC_MAX_BYTES / 2)
 
 static struct {
         char *dir;
         int fd;
-        json_t *live; /* exec_id -> its last record */
-        size_t lines; /* appended since the last rewrite */
-        bool full_warned;
+        json_t *live;        /* exec_id -> its last record */
+        json_t *sizes;       /* exec_id -> the length of its line */
+        uint64_t live_bytes; /* of their lines */
+        uint64_t bytes;      /* of the journal file */
+        size_t lines;        /* appended since the last rewrite */
 } jr = {.fd = -1};
 
 /* Whether id is a safe record name. */
@@ -33,17 +38,26 @@ execrec_id_ok(const char *id)
                strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
-static int
-jr_write_line(int fd, json_t *rec)
+/* rec as one journal line, its newline included (new); *len its length. */
+static char *
+jr_line(json_t *rec, size_t *len)
 {
         char *text = json_dumps(rec, JSON_COMPACT);
-        size_t len = strlen(text);
-        ssize_t w;
 
-        text = xrealloc(text, len + 2);
-        text[len++] = '\n';
-        w = write(fd, text, len); /* O_APPEND, one write: a line is never interleaved */
-        free(text);
+        *len = strlen(text);
+        text = xrealloc(text, *len + 2);
+        text[(*len)++] = '\n';
+        text[*len] = '\0';
+        return text;
+}
+
+static int
+jr_write(int fd, const char *text, size_t len)
+{
+        ssize_t w = write(fd, text, len); /* O_APPEND, one write: a line is never interleaved */
+
+        if (w > 0)
+                jr.bytes += (uint64_t) w;
         return w == (ssize_t) len ? 0 : w < 0 ? -errno : -EIO;
 }
 
@@ -54,14 +68,22 @@ jr_rewrite(void)
         char *path = xasprintf("%s/" EXECREC_FILE, jr.dir), *tmp = xasprintf("%s.tmp", path);
         const char *id;
         json_t *rec;
+        struct stat st;
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600), r = 0;
 
         if (fd < 0)
                 r = -errno;
+        json_object_clear(jr.sizes);
+        jr.live_bytes = 0;
         json_object_foreach(jr.live, id, rec)
         {
+                size_t len;
+                char *text = jr_line(rec, &len);
+                json_object_set_new(jr.sizes, id, json_integer((json_int_t) len));
+                jr.live_bytes += len;
                 if (r == 0)
-                        r = jr_write_line(fd, rec);
+                        r = jr_write(fd, text, len);
+                free(text);
         }
         if (fd >= 0)
                 close(fd);
@@ -72,6 +94,7 @@ jr_rewrite(void)
         if (jr.fd >= 0)
                 close(jr.fd);
         jr.fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        jr.bytes = jr.fd >= 0 && fstat(jr.fd, &st) == 0 ? (uint64_t) st.st_size : 0;
         jr.lines = 0;
         free(tmp);
         free(path);
@@ -138,6 +161,8 @@ execrec_open(const char *dir, char **warning)
         jr.dir = xstrdup(dir);
         json_decref(jr.live);
         jr.live = json_object();
+        json_decref(jr.sizes);
+        jr.sizes = json_object();
         bad = jr_replay(path, &too_big);
         r = jr_rewrite();
         if (bad || too_big || r < 0)
@@ -153,21 +178,49 @@ execrec_open(const char *dir, char **warning)
         return all;
 }
 
-/* Appends rec, and compacts once the journal holds far more lines than live records. */
+/* Appends line of len bytes, or compacts the journal instead when it holds far more lines than
+ * live records or the line would take it past EXECREC_MAX_BYTES. */
+static int
+jr_append(const char *text, size_t len)
+{
+        if (++jr.lines > 4 * json_object_size(jr.live) + 1024 || jr.bytes + len > EXECREC_MAX_BYTES)
+                return jr_rewrite();
+        return jr_write(jr.fd, text, len);
+}
+
+static uint64_t
+jr_size(const char *id)
+{
+        return (uint64_t) json_integer_value(json_object_get(jr.sizes, id));
+}
+
+/* Appends rec. A record that would take the live ones past EXECREC_LIVE_MAX is not kept (an
+ * earlier one of its exec is forgotten): its exec does not outlive the daemon. */
 int
 execrec_put(json_t *rec)
 {
         const char *id = json_string_value(json_object_get(rec, "key"));
+        size_t len;
+        char *text;
+        int r;
 
         if (jr.fd < 0 || !execrec_id_ok(id))
                 return -EBADF;
         if (!json_object_get(jr.live, id) && json_object_size(jr.live) >= EXECREC_MAX)
                 return -ENOSPC;
         json_object_set_new(rec, "version", json_integer(EXECREC_VERSION));
+        text = jr_line(rec, &len);
+        if (jr.live_bytes - jr_size(id) + len > EXECREC_LIVE_MAX) {
+                free(text);
+                execrec_drop(id);
+                return -ENOSPC;
+        }
+        jr.live_bytes += len - jr_size(id);
+        json_object_set_new(jr.sizes, id, json_integer((json_int_t) len));
         json_object_set(jr.live, id, rec);
-        if (++jr.lines > 4 * json_object_size(jr.live) + 1024)
-                return jr_rewrite();
-        return jr_write_line(jr.fd, rec);
+        r = jr_append(text, len);
+        free(text);
+        return r;
 }
 
 /* Appends a forget line. */
@@ -175,15 +228,18 @@ void
 execrec_drop(const char *id)
 {
         json_t *line;
+        size_t len;
+        char *text;
 
         if (jr.fd < 0 || !json_object_get(jr.live, id))
                 return;
+        jr.live_bytes -= jr_size(id);
+        json_object_del(jr.sizes, id);
         json_object_del(jr.live, id);
         line = json_pack("{s:i,s:s,s:b}", "version", EXECREC_VERSION, "key", id, "forget", 1);
-        if (++jr.lines > 4 * json_object_size(jr.live) + 1024)
-                jr_rewrite();
-        else
-                jr_write_line(jr.fd, line);
+        text = jr_line(line, &len);
+        jr_append(text, len);
+        free(text);
         json_decref(line);
 }
 
@@ -196,6 +252,8 @@ execrec_close(void)
         jr.fd = -1;
         json_decref(jr.live);
         jr.live = NULL;
+        json_decref(jr.sizes);
+        jr.sizes = NULL;
         free(jr.dir);
         jr.dir = NULL;
 }

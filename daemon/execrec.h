@@ -4,7 +4,9 @@
  * one when it is forgotten. A restarted daemon replays it (the last line of each exec wins),
  * re-adopts the running execs and keeps showing the ended ones. Appending costs one write(2) per
  * event, so an exec pays microseconds for it; the journal is rewritten compactly (atomic rename)
- * at start-up and whenever it holds much more than the live records. Not fsynced: it must
+ * at start-up, whenever it holds much more than the live records and before an append would take
+ * it past the 256 MiB a restart replays (the live records may hold half of that; a record past it
+ * is refused with -ENOSPC, its exec then does not outlive the daemon). Not fsynced: it must
  * survive the daemon, not the machine (the containers do not either). Loop thread only.
  *
  * A record (version 1): {"version": 1, "key" (the daemon's own name of the exec: its spools,

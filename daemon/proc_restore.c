@@ -53,6 +53,22 @@ proc_record_json(struct proc *p)
         return r;
 }
 
+/* Says why an exec's record was not saved; a full journal only once (a client can fill it: a line
+ * per exec would flood the log). */
+static void
+proc_persist_warn(const struct proc *p, int e)
+{
+        static bool full_warned;
+
+        if (e == -ENOSPC && full_warned)
+                return;
+        full_warned |= e == -ENOSPC;
+        log_warn("exec %s: its record was not saved (a restart will not take it back): %s%s", p->id,
+                 strerror(-e),
+                 e == -ENOSPC ? " (the exec journal is full; said once, for this and later execs)"
+                              : "");
+}
+
 /* Writes (or rewrites) the record of an exec that outlives the daemon. */
 void
 proc_persist(struct proc *p)
@@ -65,8 +81,7 @@ proc_persist(struct proc *p)
         r = proc_record_json(p);
         e = execrec_put(r);
         if (e < 0)
-                log_warn("exec %s: its record was not saved (a restart will not take it back): %s",
-                         p->id, strerror(-e));
+                proc_persist_warn(p, e);
         json_decref(r);
 }
 
