@@ -66,6 +66,7 @@ static const struct config_key config_keys[] = {
         K("limits", "max_spool_bytes_per_uid", CT_SIZE, max_spool_bytes_per_uid, 1ULL << 50),
         K("limits", "spool_max_bytes", CT_SIZE, spool_max_bytes, 1ULL << 40),
         K("limits", "max_output_bytes_limit", CT_SIZE, max_output_bytes_limit, 1ULL << 32),
+        K("limits", "max_output_bytes_per_uid", CT_SIZE, max_output_bytes_per_uid, 1ULL << 40),
         K("limits", "max_stdin_bytes", CT_SIZE, max_stdin_bytes, 1ULL << 32),
         K("limits", "max_pending_requests", CT_U64, max_pending_requests, 1000000),
         K("limits", "file_timeout_s", CT_U64, file_timeout_s, 86400),
@@ -106,6 +107,7 @@ config_new_default(void)
         c->max_spool_bytes_per_uid = 4ULL << 30;
         c->spool_max_bytes = 64u << 20;
         c->max_output_bytes_limit = 64u << 20;
+        c->max_output_bytes_per_uid = 256u << 20;
         c->max_stdin_bytes = 64u << 20;
         c->max_pending_requests = 100000;
         c->file_timeout_s = 60;

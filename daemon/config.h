@@ -34,6 +34,7 @@ struct config {
         uint64_t max_spool_bytes_per_uid;  /* output their spools keep on disk */
         uint64_t spool_max_bytes;
         uint64_t max_output_bytes_limit;
+        uint64_t max_output_bytes_per_uid; /* foreground results in memory, and queued output */
         uint64_t max_stdin_bytes;
         uint64_t max_pending_requests;
         uint64_t file_timeout_s;          /* each phase of a file op (resolve, I/O) */

@@ -204,6 +204,22 @@ conn_count_uid(uid_t uid)
         return n;
 }
 
+/* Bytes queued to uid's connections, not yet written. */
+size_t
+conn_queued_uid(uid_t uid)
+{
+        struct list *pos, *tmp;
+        size_t n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &conn_all)
+        {
+                struct conn *c = LIST_ENTRY(pos, struct conn, node);
+                if (c->uid == uid)
+                        n += c->queued;
+        }
+        return n;
+}
+
 /* Counts a request in flight. */
 bool
 conn_inflight_begin(struct conn *c)

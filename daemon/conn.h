@@ -98,6 +98,8 @@ void conn_inflight_end(struct conn *c);
  * buffers (half-sent messages) for all of them. */
 void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending,
                      size_t input_per_uid);
+/* Bytes queued to uid's connections and not yet written. */
+size_t conn_queued_uid(uid_t uid);
 /* Input bytes held in the read buffers of uid's connections ((uid_t) -1: everyone's). */
 size_t conn_input_bytes(uid_t uid);
 /* Input the daemon keeps for c's uid beyond the read buffers (process.write data waiting for

@@ -215,6 +215,43 @@ proc_check_limits(uid_t uid, struct sbx_error *err)
         return 0;
 }
 
+/* What a foreground exec may keep in memory for its result: max_output_bytes per stream. */
+static uint64_t
+proc_result_reserve(const struct proc *p)
+{
+        return p->background ? 0 : p->max_output * (p->merge ? 1 : 2);
+}
+
+/* The results of one uid's running foreground execs and the bytes queued to its connections
+ * may not pass max_output_bytes_per_uid: a client that starts execs and never reads could
+ * otherwise make the daemon hold 2 x max_output_bytes for each of max_processes_per_uid. */
+static int
+proc_check_output(const struct proc *p, struct sbx_error *err)
+{
+        uint64_t max = g.config->max_output_bytes_per_uid, used = conn_queued_uid(p->owner);
+        struct list *pos, *tmp;
+
+        if (p->background)
+                return 0;
+        LIST_FOREACH_SAFE(pos, tmp, &proc_live_list)
+        {
+                struct proc *o = LIST_ENTRY(pos, struct proc, lnode);
+                if (o != p && o->owner == p->owner)
+                        used += proc_result_reserve(o);
+        }
+        if (used + proc_result_reserve(p) <= max)
+                return 0;
+        sbx_error_limit(err, "max_output_bytes_per_uid", (long long) max,
+                        "limit reached: this foreground exec may keep %llu bytes of output for its "
+                        "result, and uid %u's running foreground execs and unread responses "
+                        "already hold %llu of max_output_bytes_per_uid %llu; read your "
+                        "responses, lower 'max_output_bytes', or run it with 'background': true "
+                        "and read its output with process.read",
+                        (unsigned long long) proc_result_reserve(p), (unsigned) p->owner,
+                        (unsigned long long) used, (unsigned long long) max);
+        return -1;
+}
+
 /* A client-chosen exec_id: "p_" and 1 to 40 letters, digits, '_' or '-' (no path, no
  * space: it names files nowhere, but it is shown and logged). */
 static int
@@ -332,7 +369,7 @@ method_exec(struct rpc_req *req)
                 return;
         }
         p = proc_new(uid, want);
-        if (proc_parse(p, req->params, &err) < 0) {
+        if (proc_parse(p, req->params, &err) < 0 || proc_check_output(p, &err) < 0) {
                 proc_set_ended(p, PROC_FAILED);
                 list_del(&p->node);
                 list_init(&p->node);

@@ -11,7 +11,7 @@ import textwrap
 import time
 import unittest
 
-from harness import Client, DaemonTest
+from harness import Client, DaemonTest, RpcError
 from test_identity import NOBODY, NobodyTest, as_nobody
 
 MIB = 1 << 20
@@ -242,3 +242,33 @@ class ExitedBudget(DaemonTest):
         spool = os.path.join(self.daemon.state, "spool")
         self.assertEqual(self.c.call("process.read", {"exec_id": ids[2]})["next_offset"], 65536)
         self.assertFalse([f for f in os.listdir(spool) if f.startswith(ids[0])], spool)
+
+
+class OutputBudget(DaemonTest):
+    """The results a uid's foreground execs may keep in memory are bounded in all: a client
+    that starts execs of a large max_output_bytes and never reads made the daemon hold them all
+    (8 of 60 MB as nobody: RSS 57 MB -> 880 MB). max_output_bytes_per_uid."""
+    config = "[limits]\nmax_output_bytes_per_uid = 5M\n"
+
+    def test_foreground_reservations(self):
+        c = self.c
+        rid = next(c.ids)
+        c.send({"jsonrpc": "2.0", "id": rid, "method": "exec",
+                "params": {"command": "cat", "stdin_open": True, "max_output_bytes": 2 * MIB}})
+        wait_for(lambda: c.read().get("method") == "exec.started", "the first exec to start")
+        with self.assertRaises(RpcError) as e:
+            c.call("exec", {"argv": ["true"], "max_output_bytes": MIB})
+        self.assertEqual(e.exception.code, -32004)
+        self.assertEqual(e.exception.data, {"limit": "max_output_bytes_per_uid",
+                                            "value": 5 * MIB})
+        self.assertIn("'background': true", e.exception.message)
+        # what fits still runs: merged (one stream), a smaller one, and any background exec
+        c.call("exec", {"argv": ["true"], "max_output_bytes": MIB, "merge_stderr": True})
+        c.call("exec", {"argv": ["true"], "max_output_bytes": 512 * 1024})
+        c.call("exec", {"argv": ["true"], "max_output_bytes": MIB, "background": True})
+        cat = [p["exec_id"] for p in c.call("process.list", {"state": "running"})["processes"]
+               if p.get("command") == "cat"]
+        c.call("process.write", {"exec_id": cat[0], "data": "", "eof": True})
+        self.assertEqual(c.wait_response(rid)["result"]["exit_code"], 0)
+        self.assertEqual(c.call("exec", {"argv": ["true"], "max_output_bytes": MIB})["exit_code"],
+                         0)
