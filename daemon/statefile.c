@@ -115,6 +115,17 @@ statefile_save(const char *path, json_t *doc, struct sbx_error *err)
                 return -EINVAL;
         }
         text = statefile_dump(doc);
+        if (text && strlen(text) + 1 > STATEFILE_MAX_BYTES) {
+                /* a file a start would refuse loses every record in it: keep the last one */
+                sbx_error_set(err, SBX_E_LIMIT,
+                              json_pack("{s:s,s:I}", "limit", "state_file_bytes", "value",
+                                        (json_int_t) STATEFILE_MAX_BYTES),
+                              "state file '%s': not saved: it would be larger than the %u bytes a "
+                              "start reads; the previous one is kept",
+                              path, STATEFILE_MAX_BYTES);
+                free(text);
+                return -EFBIG;
+        }
         tmp = xasprintf("%s.tmp-XXXXXX", path);
         dir = statefile_dir(path);
         if (text) {

@@ -138,6 +138,35 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* A document a start would refuse (over STATEFILE_MAX_BYTES) is not written: before, a client's
+ * large labels made sandboxes.json too big to load, and the next start lost every uid's
+ * sandboxes. The previous file is kept. */
+START_TEST(test_too_large_is_not_saved)
+{
+        struct sbx_error err = {0};
+        json_t *small = json_pack("{s:[{s:s}]}", "sandboxes", "id", "sbx_1"), *big, *out = NULL;
+        size_t n = STATEFILE_MAX_BYTES;
+        char *pad = malloc(n + 1), *warning = NULL;
+
+        memset(pad, 'a', n);
+        pad[n] = '\0';
+        big = json_pack("{s:[{s:s,s:s}]}", "sandboxes", "id", "sbx_2", "label", pad);
+        free(pad);
+        ck_assert_int_eq(statefile_save(path, small, &err), 0);
+        ck_assert_int_eq(statefile_save(path, big, &err), -EFBIG);
+        ck_assert_int_eq(err.code, -32004);
+        ck_assert_ptr_nonnull(strstr(err.message, "the previous one is kept"));
+        sbx_error_clear(&err);
+        ck_assert_int_eq(statefile_load(path, &out, &warning), 0);
+        ck_assert_msg(!warning, "%s", warning);
+        ck_assert(json_equal(small, out));
+        ck_assert_int_eq(count_entries(), 1);
+        json_decref(small);
+        json_decref(big);
+        json_decref(out);
+}
+END_TEST
+
 START_TEST(test_atomic_replace)
 {
         struct sbx_error err = {0};
@@ -318,6 +347,7 @@ statefile_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_round_trip);
         tcase_add_test(tc, test_atomic_replace);
+        tcase_add_test(tc, test_too_large_is_not_saved);
         tcase_add_test(tc, test_save_failure_leaves_nothing);
         tcase_add_test(tc, test_missing_file);
         tcase_add_test(tc, test_corrupt_json);
