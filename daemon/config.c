@@ -61,6 +61,7 @@ static const struct config_key config_keys[] = {
         K("limits", "max_connections_per_uid", CT_U64, max_connections_per_uid, 100000),
         K("limits", "max_processes_per_uid", CT_U64, max_processes_per_uid, 100000),
         K("limits", "max_sandboxes_per_uid", CT_U64, max_sandboxes_per_uid, 100000),
+        K("limits", "max_sandbox_spec_bytes", CT_SIZE, max_sandbox_spec_bytes, 1ULL << 30),
         K("limits", "max_exited_per_uid", CT_U64, max_exited_per_uid, 1000000),
         K("limits", "max_exited_bytes_per_uid", CT_SIZE, max_exited_bytes_per_uid, 1ULL << 40),
         K("limits", "max_spool_bytes_per_uid", CT_SIZE, max_spool_bytes_per_uid, 1ULL << 50),
@@ -102,6 +103,7 @@ config_new_default(void)
         c->max_connections_per_uid = 256;
         c->max_processes_per_uid = 2048;
         c->max_sandboxes_per_uid = 64;
+        c->max_sandbox_spec_bytes = 256u << 10;
         c->max_exited_per_uid = 4096;
         c->max_exited_bytes_per_uid = 64u << 20;
         c->max_spool_bytes_per_uid = 4ULL << 30;

@@ -29,6 +29,7 @@ struct config {
         uint64_t max_connections_per_uid;
         uint64_t max_processes_per_uid;
         uint64_t max_sandboxes_per_uid;
+        uint64_t max_sandbox_spec_bytes; /* sandbox.create params, compact JSON */
         uint64_t max_exited_per_uid;
         uint64_t max_exited_bytes_per_uid; /* command/argv, env, cwd, tag of exited ones */
         uint64_t max_spool_bytes_per_uid;  /* output their spools keep on disk */

@@ -925,6 +925,19 @@ method_sandbox_create(struct rpc_req *req)
                 rpc_error_msg(req, SBX_E_UNUSABLE, "the daemon is shutting down");
                 return;
         }
+        if (json_dumpb(req->params, NULL, 0, JSON_COMPACT) > g.config->max_sandbox_spec_bytes) {
+                /* it is kept in memory and in sandboxes.json for as long as the sandbox lives */
+                struct sbx_error err = {0};
+                sbx_error_limit(&err, "max_sandbox_spec_bytes",
+                                (long long) g.config->max_sandbox_spec_bytes,
+                                "limit reached: the sandbox.create params are larger than "
+                                "max_sandbox_spec_bytes (%llu bytes as compact JSON); give fewer "
+                                "or shorter env, labels or mounts",
+                                (unsigned long long) g.config->max_sandbox_spec_bytes);
+                free(r);
+                rpc_error(req, &err);
+                return;
+        }
         r->req = req;
         sandbox_create_params(req->conn, req->params, sandbox_reply_cb, r, &r->reused);
 }

@@ -272,3 +272,20 @@ class OutputBudget(DaemonTest):
         self.assertEqual(c.wait_response(rid)["result"]["exit_code"], 0)
         self.assertEqual(c.call("exec", {"argv": ["true"], "max_output_bytes": MIB})["exit_code"],
                          0)
+
+
+class SpecBudget(DaemonTest):
+    """A sandbox's spec is kept in memory and in sandboxes.json while it lives: nobody's 9
+    sandboxes of 8 MB labels made the file 96 MB, which the next start refused, losing every
+    uid's sandboxes. max_sandbox_spec_bytes bounds one spec."""
+    config = "[limits]\nmax_sandbox_spec_bytes = 4K\n"
+
+    def test_large_spec_is_refused(self):
+        with self.assertRaises(RpcError) as e:
+            self.c.call("sandbox.create", {"name": "big", "labels": {"a": "x" * 5000}})
+        self.assertEqual(e.exception.code, -32004)
+        self.assertEqual(e.exception.data, {"limit": "max_sandbox_spec_bytes", "value": 4096})
+        self.assertEqual([s["name"] for s in self.c.call("sandbox.list")["sandboxes"]], [])
+        self.assertEqual(self.c.call("sandbox.create", {"name": "small",
+                                                        "labels": {"a": "x" * 3000}})["name"],
+                         "small")
