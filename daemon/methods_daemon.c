@@ -105,13 +105,14 @@ daemon_info_json(uid_t uid)
 {
         bool all = daemon_is_admin(uid);
 
-        return json_pack("{s:s,s:i,s:i,s:I,s:o,s:i,s:i,s:i,s:I,s:s,s:{s:I,s:s},s:s}", "version",
+        return json_pack("{s:s,s:i,s:i,s:I,s:o,s:i,s:i,s:i,s:i,s:I,s:s,s:{s:I,s:s},s:s}", "version",
                          SANDBOXD_VERSION, "protocol", 1, "pid", (int) getpid(), "uptime_s",
                          (json_int_t) ((util_now_ms() - g.started_ms) / 1000), "socket",
                          g.socket_path ? json_string(g.socket_path) : json_null(), "connections",
                          (int) (all ? conn_count() : conn_count_uid(uid)), "sandboxes",
                          (int) (all ? sandbox_count() : sandbox_count_uid(uid)), "processes",
-                         (int) (all ? proc_running_count() : proc_running_uid(uid)), "input_bytes",
+                         (int) (all ? proc_running_count() : proc_running_uid(uid)), "waiting",
+                         (int) proc_waiting_uid(all ? (uid_t) -1 : uid), "input_bytes",
                          (json_int_t) conn_input_bytes(all ? (uid_t) -1 : uid), "counts",
                          all ? "daemon" : "caller", "policy", "rules",
                          (json_int_t) policy_rule_count(g.policy), "sha256",

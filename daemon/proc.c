@@ -130,6 +130,23 @@ proc_running_uid(uid_t uid)
         return n;
 }
 
+/* Requests waiting on uid's processes (process.read, process.wait, repeated execs); every
+ * uid's for (uid_t) -1. */
+unsigned
+proc_waiting_uid(uid_t uid)
+{
+        struct list *pos, *tmp;
+        unsigned n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (uid == (uid_t) -1 || p->owner == uid)
+                        n += (unsigned) list_count(&p->waiters);
+        }
+        return n;
+}
+
 /* The process uid calls id: its own first (ids chosen by clients are unique per owner only),
  * then, for root, anyone's. */
 struct proc *

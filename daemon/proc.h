@@ -18,6 +18,8 @@ void proc_init(uv_loop_t *loop);
 void proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx);
 unsigned proc_count(void);
 unsigned proc_running_count(void);
+/* Requests waiting on uid's processes ((uid_t) -1: everyone's). */
+unsigned proc_waiting_uid(uid_t uid);
 /* Processes of uid not yet ended. */
 unsigned proc_running_uid(uid_t uid);
 /* Frees retained processes and their spools (shutdown); those of execs that outlive the

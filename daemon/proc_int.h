@@ -72,6 +72,7 @@ enum proc_wait_kind {
 struct proc_waiter {
         struct read_args ra;
         struct list node;
+        struct conn_watch watch; /* its connection: a client gone is not waited for */
         struct proc *proc;
         struct rpc_req *req;
         uv_timer_t timer;

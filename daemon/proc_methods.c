@@ -170,6 +170,7 @@ proc_waiter_answer(struct proc_waiter *w)
                 return;
         w->done = true;
         list_del(&w->node);
+        conn_watch_del(&w->watch);
         uv_timer_stop(&w->timer);
         switch (w->kind) {
         case PROC_WAIT_READ:
@@ -201,6 +202,7 @@ proc_fail_waiters(struct proc *p, const struct sbx_error *err)
                 }
                 w->done = true;
                 list_del(&w->node);
+                conn_watch_del(&w->watch);
                 uv_timer_stop(&w->timer);
                 sbx_error_set(&e, err->code, json_incref(err->data), "%s", err->message);
                 rpc_error(w->req, &e);
@@ -212,6 +214,18 @@ static void
 proc_waiter_timeout_cb(uv_timer_t *t)
 {
         proc_waiter_answer(t->data);
+}
+
+/* The waiter's connection closed: it is answered (into the void) and freed now, not when its
+ * wait_ms or timeout_ms (up to a day) passes: before, a client that sent 100000 long polls and
+ * left had the daemon keep about 1 KiB for each, again with every connection. */
+static void
+proc_waiter_gone_cb(struct conn_watch *cw)
+{
+        struct proc_waiter *w = LIST_ENTRY(cw, struct proc_waiter, watch);
+
+        list_init(&w->watch.node); /* already unlinked by conn */
+        proc_waiter_answer(w);
 }
 
 void
@@ -229,6 +243,8 @@ proc_wait_on(struct proc *p, struct rpc_req *req, uint64_t timeout_ms, const str
         uv_timer_init(g.loop, &w->timer);
         w->timer.data = w;
         list_add_tail(&p->waiters, &w->node);
+        w->watch.on_close = proc_waiter_gone_cb;
+        conn_watch_add(req->conn, &w->watch);
         if (timeout_ms)
                 uv_timer_start(&w->timer, proc_waiter_timeout_cb, timeout_ms, 0);
 }

@@ -289,3 +289,26 @@ class SpecBudget(DaemonTest):
         self.assertEqual(self.c.call("sandbox.create", {"name": "small",
                                                         "labels": {"a": "x" * 3000}})["name"],
                          "small")
+
+
+class GoneWaiters(DaemonTest):
+    """Long polls end with their connection. Before, a client that sent 100000 process.read
+    with wait_ms of a day on an exec that never ends, and left, had the root daemon keep ~1 KiB
+    for each for that day (RSS +94 MB per such connection, unbounded: max_pending_requests
+    counts open connections only). daemon.info `waiting` counts them."""
+
+    def test_waiters_of_a_closed_connection_are_freed(self):
+        eid = self.c.call("exec", {"command": "cat", "stdin_open": True, "background": True,
+                                   "timeout_s": 0})["exec_id"]
+        c2 = self.daemon.client()
+        for i in range(40):
+            c2.send({"jsonrpc": "2.0", "id": "r%d" % i, "method": "process.read",
+                     "params": {"exec_id": eid, "wait_ms": 86400000}})
+        for i in range(10):
+            c2.send({"jsonrpc": "2.0", "id": "w%d" % i, "method": "process.wait",
+                     "params": {"exec_id": eid, "timeout_ms": 86400000}})
+        self.assertEqual(c2.call("daemon.info")["waiting"], 50)
+        c2.close()
+        wait_for(lambda: self.c.call("daemon.info")["waiting"] == 0,
+                 "the closed connection's long polls to end", 10)
+        self.c.call("process.kill", {"exec_id": eid, "grace_ms": 0})
