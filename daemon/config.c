@@ -70,6 +70,8 @@ static const struct config_key config_keys[] = {
         K("limits", "max_output_bytes_per_uid", CT_SIZE, max_output_bytes_per_uid, 1ULL << 40),
         K("limits", "max_stdin_bytes", CT_SIZE, max_stdin_bytes, 1ULL << 32),
         K("limits", "max_pending_requests", CT_U64, max_pending_requests, 1000000),
+        K("limits", "max_pending_requests_per_uid", CT_U64, max_pending_requests_per_uid,
+          100000000),
         K("limits", "file_timeout_s", CT_U64, file_timeout_s, 86400),
         K("limits", "max_input_bytes_per_uid", CT_SIZE, max_input_bytes_per_uid, 1ULL << 40),
         K("exec", "default_timeout_s", CT_U64, default_timeout_s, 31536000),
@@ -112,6 +114,7 @@ config_new_default(void)
         c->max_output_bytes_per_uid = 256u << 20;
         c->max_stdin_bytes = 64u << 20;
         c->max_pending_requests = 100000;
+        c->max_pending_requests_per_uid = 100000;
         c->file_timeout_s = 60;
         c->max_input_bytes_per_uid = 64u << 20;
         c->default_timeout_s = 180;

@@ -38,6 +38,7 @@ struct config {
         uint64_t max_output_bytes_per_uid; /* foreground results in memory, and queued output */
         uint64_t max_stdin_bytes;
         uint64_t max_pending_requests;
+        uint64_t max_pending_requests_per_uid;
         uint64_t file_timeout_s;          /* each phase of a file op (resolve, I/O) */
         uint64_t max_input_bytes_per_uid; /* read buffers (half-sent lines) of one uid */
         /* [exec] */

@@ -28,7 +28,8 @@ struct conn_acct {
         struct list node; /* in conn_accts */
         uid_t uid;
         size_t bytes;
-        unsigned refs; /* connections */
+        size_t inflight; /* requests in flight on its open connections */
+        unsigned refs;   /* connections */
 };
 
 struct conn {
@@ -85,15 +86,17 @@ static uint64_t conn_next_id = 1;
 static size_t conn_max_message = 16u << 20;
 static size_t conn_wbuf_max = 8u << 20;
 static size_t conn_max_pending = 100000;
+static size_t conn_max_pending_uid = 100000;
 static size_t conn_input_max = 64u << 20;
 static struct list conn_accts = {&conn_accts, &conn_accts};
 
 /* Sets limits for new connections (the input budget for all at once). */
 void
 conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending,
-                size_t input_per_uid)
+                size_t pending_per_uid, size_t input_per_uid)
 {
         conn_max_pending = max_pending;
+        conn_max_pending_uid = pending_per_uid;
         conn_max_message = max_message;
         conn_wbuf_max = write_buffer_max;
         conn_input_max = input_per_uid;
@@ -149,6 +152,7 @@ conn_acct_put(struct conn *c)
         if (!a)
                 return;
         a->bytes -= c->held;
+        a->inflight -= c->inflight; /* what is still in flight on c counts no more */
         c->held = 0;
         c->acct = NULL;
         conn_acct_unref(a);
@@ -220,14 +224,24 @@ conn_queued_uid(uid_t uid)
         return n;
 }
 
-/* Counts a request in flight. */
-bool
-conn_inflight_begin(struct conn *c)
+/* Counts a request in flight and returns NULL; or, past max_pending_requests on c or
+ * max_pending_requests_per_uid on its uid's open connections, counts none and returns the name
+ * of that limit (*value its value). */
+const char *
+conn_inflight_begin(struct conn *c, size_t *value)
 {
-        if (c->inflight >= conn_max_pending)
-                return false;
+        if (c->inflight >= conn_max_pending) {
+                *value = conn_max_pending;
+                return "max_pending_requests";
+        }
+        if (c->acct && c->acct->inflight >= conn_max_pending_uid) {
+                *value = conn_max_pending_uid;
+                return "max_pending_requests_per_uid";
+        }
         c->inflight++;
-        return true;
+        if (c->acct)
+                c->acct->inflight++;
+        return NULL;
 }
 
 static void conn_maybe_finish(struct conn *c);
@@ -237,6 +251,8 @@ void
 conn_inflight_end(struct conn *c)
 {
         c->inflight--;
+        if (c->acct)
+                c->acct->inflight--;
         if (c->peer_eof)
                 conn_maybe_finish(c);
 }

@@ -90,14 +90,15 @@ void conn_handle_response(struct conn *c, json_t *msg);
 /* Cancels a pending call by id; its cb runs with NULL, NULL. */
 void conn_call_cancel(struct conn *c, const char *id);
 
-/* Counts a request being handled; false when max_pending_requests are already in flight. */
-bool conn_inflight_begin(struct conn *c);
+/* Counts a request being handled and returns NULL; or returns the name of the limit it would
+ * pass (max_pending_requests, max_pending_requests_per_uid), *value its value. */
+const char *conn_inflight_begin(struct conn *c, size_t *value);
 void conn_inflight_end(struct conn *c);
 
-/* Sets limits for every new connection, and the per-uid budget of input bytes held in read
- * buffers (half-sent messages) for all of them. */
+/* Sets limits for every new connection, and the per-uid budgets of requests in flight and of
+ * input bytes held in read buffers (half-sent messages) for all of them. */
 void conn_set_limits(size_t max_message, size_t write_buffer_max, size_t max_pending,
-                     size_t input_per_uid);
+                     size_t pending_per_uid, size_t input_per_uid);
 /* Bytes queued to uid's connections and not yet written. */
 size_t conn_queued_uid(uid_t uid);
 /* Input bytes held in the read buffers of uid's connections ((uid_t) -1: everyone's). */

@@ -269,7 +269,7 @@ main_hup_cb(uv_signal_t *s, int signum)
         free(reload_error);
         reload_error = NULL;
         conn_set_limits(c->max_message_bytes, c->conn_write_buffer_max, c->max_pending_requests,
-                        c->max_input_bytes_per_uid);
+                        c->max_pending_requests_per_uid, c->max_input_bytes_per_uid);
         log_set_level(!strcmp(c->log_level, "debug") ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
         if (server_reload_policy(&err) < 0) {
                 main_status_cb(NULL);
@@ -626,7 +626,8 @@ main(int argc, char **argv)
         if (!verbose && !strcmp(g.config->log_level, "debug"))
                 log_set_level(LOG_LEVEL_DEBUG);
         conn_set_limits(g.config->max_message_bytes, g.config->conn_write_buffer_max,
-                        g.config->max_pending_requests, g.config->max_input_bytes_per_uid);
+                        g.config->max_pending_requests, g.config->max_pending_requests_per_uid,
+                        g.config->max_input_bytes_per_uid);
         if (server_reload_policy(&err) < 0)
                 goto fatal;
         /* Orphaned grandchildren of our execs are re-parented to us and reaped at once, so a

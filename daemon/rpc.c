@@ -58,6 +58,22 @@ rpc_error_obj(json_t *id, int code, const char *message, json_t *data)
                          e);
 }
 
+/* The -32004 answer to a request past max_pending_requests(_per_uid) (new). */
+static json_t *
+rpc_pending_error(json_t *id, const char *limit, size_t value)
+{
+        bool uid = strcmp(limit, "max_pending_requests") != 0;
+        char *text = xasprintf("limit reached: %zu requests in flight on this %s (%s); wait for "
+                               "answers before sending more",
+                               value, uid ? "uid's connections" : "connection", limit);
+        json_t *data = json_pack("{s:s,s:I}", "limit", limit, "value", (json_int_t) value);
+        json_t *e = rpc_error_obj(id, SBX_E_LIMIT, text, data);
+
+        json_decref(data);
+        free(text);
+        return e;
+}
+
 static void
 rpc_batch_done(struct rpc_batch *b)
 {
@@ -194,9 +210,10 @@ static void
 rpc_dispatch_one(struct conn *c, json_t *msg, struct rpc_batch *batch)
 {
         json_t *id = NULL, *params;
-        const char *why;
+        const char *why, *limit;
         const struct rpc_method *m;
         struct rpc_req *req;
+        size_t value;
 
         if (!json_is_object(msg)) {
                 json_t *e = rpc_error_obj(NULL, SBX_E_INVALID_REQUEST,
@@ -223,11 +240,8 @@ rpc_dispatch_one(struct conn *c, json_t *msg, struct rpc_batch *batch)
                         conn_send(c, e);
                 return;
         }
-        if (!conn_inflight_begin(c)) {
-                json_t *e = rpc_error_obj(id, SBX_E_LIMIT,
-                                          "too many requests in flight on this connection "
-                                          "(max_pending_requests)",
-                                          NULL);
+        if ((limit = conn_inflight_begin(c, &value))) {
+                json_t *e = rpc_pending_error(id, limit, value);
                 if (batch)
                         json_array_append_new(batch->responses, e);
                 else if (id)

@@ -312,3 +312,33 @@ class GoneWaiters(DaemonTest):
         wait_for(lambda: self.c.call("daemon.info")["waiting"] == 0,
                  "the closed connection's long polls to end", 10)
         self.c.call("process.kill", {"exec_id": eid, "grace_ms": 0})
+
+
+class PendingPerUid(DaemonTest):
+    """Requests in flight are bounded per uid, not only per connection: 256 connections of
+    100000 long polls each were 25 GB. max_pending_requests_per_uid."""
+    config = "[limits]\nmax_pending_requests_per_uid = 20\n"
+
+    def polls(self, c, eid, n, tag):
+        for i in range(n):
+            c.send({"jsonrpc": "2.0", "id": "%s%d" % (tag, i), "method": "process.read",
+                    "params": {"exec_id": eid, "wait_ms": 86400000}})
+
+    def test_long_polls_across_connections(self):
+        eid = self.c.call("exec", {"command": "cat", "stdin_open": True, "background": True,
+                                   "timeout_s": 0})["exec_id"]
+        c1, c2 = self.daemon.client(), self.daemon.client()
+        self.addCleanup(c2.close)
+        self.polls(c1, eid, 15, "a")
+        self.assertEqual(c1.call("daemon.info")["waiting"], 15)
+        self.polls(c2, eid, 6, "b")
+        err = c2.wait_response("b5")["error"]  # the 21st: one more than the uid may have
+        self.assertEqual(err["code"], -32004)
+        self.assertEqual(err["data"], {"limit": "max_pending_requests_per_uid", "value": 20})
+        c1.close()
+        # until the daemon saw c1 close, the uid is at its limit and daemon.info is refused too
+        wait_for(lambda: self.c.request("daemon.info").get("result", {}).get("waiting") == 5,
+                 "c1's polls to end", 10)
+        self.polls(c2, eid, 10, "c")
+        self.assertEqual(c2.call("daemon.info")["waiting"], 15)
+        self.c.call("process.kill", {"exec_id": eid, "grace_ms": 0})
