@@ -69,6 +69,20 @@ proc_sub_drain_cb(struct conn_watch *w)
         proc_update_pause(s->proc);
 }
 
+/* Whether c already hears p's output. */
+bool
+proc_subscribed(struct proc *p, const struct conn *c)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &p->subs)
+        {
+                if (LIST_ENTRY(pos, struct proc_sub, node)->conn == c)
+                        return true;
+        }
+        return false;
+}
+
 void
 proc_subscribe(struct proc *p, struct conn *c, bool foreground)
 {

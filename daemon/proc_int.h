@@ -190,6 +190,8 @@ json_t *proc_result_json(struct proc *p);
 
 /* proc_end.c: subscribers, and how an exec ends: exit, timeout, failure, recreation. */
 
+/* Whether c already hears p's output (one subscription per connection). */
+bool proc_subscribed(struct proc *p, const struct conn *c);
 /* Sends p's output notifications to c (a reference is taken); foreground: c's close kills. */
 void proc_subscribe(struct proc *p, struct conn *c, bool foreground);
 /* Answers the process.read long-polls waiting on p. */

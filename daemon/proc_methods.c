@@ -491,7 +491,10 @@ method_process_attach(struct rpc_req *req)
         for (int i = 0; i < 2; i++)
                 from[i] = proc_replay(p, req->conn, i, (uint64_t) o[i]);
         if (proc_live(p)) {
-                proc_subscribe(p, req->conn, false);
+                /* again on the same connection: replayed, not heard twice (each attach added a
+                 * subscription: every chunk went out once more, and 200000 attaches held 20 MB) */
+                if (!proc_subscribed(p, req->conn))
+                        proc_subscribe(p, req->conn, false);
                 p->stream = true;
         } else {
                 /* Before the result: rpc_result frees req (and its conn reference). */

@@ -394,6 +394,23 @@ class Processes(DaemonTest):
         self.assertEqual(other.output(eid), "first\nsecond\n")
         other.close()
 
+    def test_attach_twice_streams_once(self):
+        """A second attach on the same connection replays, and adds no second subscription:
+        each one added did (every chunk came twice; 200000 attaches held 20 MB)."""
+        eid = self.c.call("exec", {"command": "cat", "stdin_open": True, "background": True,
+                                   "stream": False})["exec_id"]
+        other = self.daemon.client()
+        for _ in range(3):
+            other.call("process.attach", {"exec_id": eid})
+        self.c.call("process.write", {"exec_id": eid, "data": "hi\n"})
+        # exec.output goes out to every subscriber before a waiting process.read is answered
+        self.assertEqual(other.call("process.read", {"exec_id": eid, "wait_ms": 10000})["data"],
+                         "hi\n")
+        outs = [n for n in other.notifications if n["method"] == "exec.output"]
+        self.assertEqual([n["params"]["data"] for n in outs], ["hi\n"])
+        self.c.call("process.kill", {"exec_id": eid, "grace_ms": 0})
+        other.close()
+
     def test_unknown_process(self):
         self.assertRpcError(-32003, "process.read", {"exec_id": "p_nope"})
         self.assertRpcError(-32003, "process.kill", {"exec_id": "p_nope"})
