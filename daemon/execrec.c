@@ -12,11 +12,12 @@
 
 #include "protocol/util.h"
 
-#define EXECREC_FILE      "execs.jsonl"
-#define EXECREC_MAX_BYTES (256u << 20) /* a journal larger than this is not replayed */
+#define EXECREC_FILE "execs.jsonl"
+/* A journal larger than this is not replayed (execrec_set_max_bytes: a smaller one for tests). */
+static uint64_t execrec_max_bytes = EXECREC_MAX_BYTES;
 /* The live records' lines at most: the journal is compacted before an append would take it past
- * EXECREC_MAX_BYTES, so it stays replayable however large the records a client makes. */
-#define EXECREC_LIVE_MAX (EXECREC_MAX_BYTES / 2)
+ * execrec_max_bytes, so it stays replayable however large the records a client makes. */
+#define EXECREC_LIVE_MAX (execrec_max_bytes / 2)
 
 static struct {
         char *dir;
@@ -27,6 +28,12 @@ static struct {
         uint64_t bytes;      /* of the journal file */
         size_t lines;        /* appended since the last rewrite */
 } jr = {.fd = -1};
+
+void
+execrec_set_max_bytes(uint64_t bytes)
+{
+        execrec_max_bytes = bytes;
+}
 
 /* Whether id is a safe record name. */
 bool
@@ -129,7 +136,7 @@ jr_replay(const char *path, bool *too_big)
         *too_big = false;
         if (!f)
                 return 0;
-        if (fstat(fileno(f), &st) == 0 && st.st_size > EXECREC_MAX_BYTES) {
+        if (fstat(fileno(f), &st) == 0 && (uint64_t) st.st_size > execrec_max_bytes) {
                 *too_big = true;
                 fclose(f);
                 return 0;
@@ -168,7 +175,7 @@ execrec_open(const char *dir, char **warning)
         if (bad || too_big || r < 0)
                 *warning =
                         xasprintf("exec journal %s: %s%u unusable lines dropped%s%s", path,
-                                  too_big ? "larger than 256 MiB, not replayed; " : "", bad,
+                                  too_big ? "too large, not replayed; " : "", bad,
                                   r < 0 ? "; cannot rewrite it: " : "", r < 0 ? strerror(-r) : "");
         json_object_foreach(jr.live, id, rec)
         {
@@ -179,11 +186,11 @@ execrec_open(const char *dir, char **warning)
 }
 
 /* Appends line of len bytes, or compacts the journal instead when it holds far more lines than
- * live records or the line would take it past EXECREC_MAX_BYTES. */
+ * live records or the line would take it past execrec_max_bytes. */
 static int
 jr_append(const char *text, size_t len)
 {
-        if (++jr.lines > 4 * json_object_size(jr.live) + 1024 || jr.bytes + len > EXECREC_MAX_BYTES)
+        if (++jr.lines > 4 * json_object_size(jr.live) + 1024 || jr.bytes + len > execrec_max_bytes)
                 return jr_rewrite();
         return jr_write(jr.fd, text, len);
 }

@@ -24,10 +24,16 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define EXECREC_VERSION 1
 /* Records kept at most (more are not recorded: those execs do not outlive the daemon). */
 #define EXECREC_MAX 65536
+/* A journal larger than this is not replayed; live records take at most half of it. */
+#define EXECREC_MAX_BYTES (256u << 20)
+
+/* Sets the bound above for the next execrec_open (tests: the same logic at a smaller scale). */
+void execrec_set_max_bytes(uint64_t bytes);
 
 /* Replays dir's journal and rewrites it compactly; returns every live record (new array).
  * *warning (new, may be NULL) says what was wrong with it. Opens the journal for appending. */

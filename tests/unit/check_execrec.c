@@ -49,6 +49,9 @@ big_record(unsigned key, size_t size)
         return rec;
 }
 
+#define JOURNAL_MAX (EXECREC_MAX_BYTES / 64)
+#define RECORD      ((4u << 20) / 64)
+
 static off_t
 file_size(void)
 {
@@ -58,34 +61,37 @@ file_size(void)
         return st.st_size;
 }
 
-/* 4 MiB records, each started and ended (two lines), 45 of them: 360 MiB of lines. Before, the
- * journal grew past the 256 MiB a restart replays, and every uid's records were lost with it. */
+/* The journal's bound scaled down 64 times (4 MiB, as 256 MiB in the daemon): 64 KiB records
+ * (4 MiB ones in the daemon), each started and ended (two lines), 45 of them: 1.4 times the
+ * bound. Before, the journal grew past the size a restart replays, and every uid's records were
+ * lost with it. */
 START_TEST(test_large_records_keep_the_journal_replayable)
 {
         char *warning = NULL;
         json_t *all;
         int refused = 0;
 
+        execrec_set_max_bytes(JOURNAL_MAX);
         json_decref(execrec_open(dir, &warning));
         ck_assert_ptr_null(warning);
         for (unsigned i = 0; i < 45; i++) {
-                json_t *rec = big_record(i, 4u << 20);
+                json_t *rec = big_record(i, RECORD);
                 ck_assert_int_eq(execrec_put(rec), i < 31 ? 0 : -ENOSPC);
                 refused += execrec_put(rec) < 0;
                 json_decref(rec);
-                ck_assert_int_le(file_size(), 256 << 20);
+                ck_assert_int_le(file_size(), JOURNAL_MAX);
         }
         ck_assert_int_eq(refused, 45 - 31);
-        /* forgotten ones make room; the appends past 256 MiB compact the journal first */
+        /* forgotten ones make room; the appends past the bound compact the journal first */
         for (unsigned i = 0; i < 8; i++) {
                 char id[32];
                 snprintf(id, sizeof(id), "p_%012u", i);
                 execrec_drop(id);
-                json_t *rec = big_record(100 + i, 4u << 20);
+                json_t *rec = big_record(100 + i, RECORD);
                 ck_assert_int_eq(execrec_put(rec), 0);
                 ck_assert_int_eq(execrec_put(rec), 0);
                 json_decref(rec);
-                ck_assert_int_le(file_size(), 256 << 20);
+                ck_assert_int_le(file_size(), JOURNAL_MAX);
         }
         execrec_close();
         all = execrec_open(dir, &warning);
@@ -101,7 +107,7 @@ execrec_suite(void)
         Suite *s = suite_create("execrec");
         TCase *tc = tcase_create("journal");
 
-        tcase_set_timeout(tc, 120);
+        tcase_set_timeout(tc, 30);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_large_records_keep_the_journal_replayable);
         suite_add_tcase(s, tc);
