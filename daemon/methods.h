@@ -11,7 +11,7 @@ void method_backend_list(struct rpc_req *req);
 void method_backend_cache(struct rpc_req *req);
 void method_policy_check(struct rpc_req *req);
 void method_policy_reload(struct rpc_req *req);
-/* sandbox.c */
+/* sandbox*.c */
 void method_sandbox_create(struct rpc_req *req);
 void method_sandbox_list(struct rpc_req *req);
 void method_sandbox_get(struct rpc_req *req);

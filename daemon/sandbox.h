@@ -1,7 +1,7 @@
 /* sandbox.h — the sandbox registry: create (through policy, approval and a backend), lookup by
  * owner, default sandbox per caller, idle/lifetime expiry, destroy. Loop thread only.
- * struct sandbox is a plain carrier read by proc*.c and files.c; sandbox.c owns its lifetime
- * (refcounted: a running exec holds a reference). */
+ * struct sandbox is a plain carrier read by proc*.c and files.c; daemon/sandbox*.c own its lifetime
+ * (refcounted: a running exec holds a reference). Files: see sandbox_int.h. */
 #ifndef SANDBOXD_SANDBOX_H
 #define SANDBOXD_SANDBOX_H
 
