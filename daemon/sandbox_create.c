@@ -74,11 +74,32 @@ sandbox_create_free(struct sandbox_create *sc)
         free(sc);
 }
 
+/* A sandbox whose create failed or was cancelled leaves no state directory: the daemon removes
+ * what it made there (shell/, the caller's, only when empty: never a tree the caller controls
+ * with the daemon's rights). A workdir a backend made there is the backend's to remove as its
+ * owner; the directory stays while that runs. Adopted and recreated sandboxes keep theirs. */
+static void
+sandbox_remove_state_dir(struct sandbox *sb)
+{
+        char *shell;
+
+        if (!sb->state_dir)
+                return;
+        shell = xasprintf("%s/shell", sb->state_dir);
+        if ((rmdir(shell) < 0 && errno != ENOENT) || rmdir(sb->state_dir) < 0)
+                log_debug("sandbox %s: state directory '%s' left: %s", sb->id, sb->state_dir,
+                          strerror(errno));
+        free(shell);
+}
+
 /* Ends sc with err: the sandbox is gone, its waiters told. */
 void
 sandbox_create_fail(struct sandbox_create *sc, struct sbx_error *err)
 {
         struct sandbox *sb = sc->sb;
+
+        if (sc->conn && !sb->recreating)
+                sandbox_remove_state_dir(sb);
 
         sb->state = SANDBOX_GONE;
         log_info("sandbox %s ('%s', uid %u): %s failed: %s", sb->id, sb->name, (unsigned) sb->owner,

@@ -35,12 +35,15 @@ static struct {
         uv_loop_t *loop;
         uv_signal_t sigchld;
         json_t *cgroup_info;
-        enum local_iso def; /* [backend.local] isolation */
-        bool fallback;      /* [backend.local] isolation_fallback = none */
-        unsigned check_ms;  /* the bound on a workdir's check ([limits] file_timeout_s) */
-        struct list all;    /* struct local_sb */
-        struct list checks; /* struct local_check waiting for their helper */
-} local = {.all = {&local.all, &local.all}, .checks = {&local.checks, &local.checks}};
+        enum local_iso def;  /* [backend.local] isolation */
+        bool fallback;       /* [backend.local] isolation_fallback = none */
+        unsigned check_ms;   /* the bound on a workdir's check ([limits] file_timeout_s) */
+        struct list all;     /* struct local_sb */
+        struct list checks;  /* struct local_check waiting for their helper */
+        struct list creates; /* struct local_create waiting for their namespaces */
+} local = {.all = {&local.all, &local.all},
+           .checks = {&local.checks, &local.checks},
+           .creates = {&local.creates, &local.creates}};
 
 /* A sandbox with its place in local.all (freed at shutdown when the daemon kept it). */
 struct local_sb {
@@ -51,6 +54,8 @@ struct local_sb {
 
 /* A create (or an adopt, which makes the sandbox anew) waiting for its namespaces. */
 struct local_create {
+        struct list node; /* in local.creates while nb starts */
+        struct nsbox *nb; /* starting; NULL until nsbox_start returns */
         struct backend_sandbox *b;
         void *ctx;
         backend_create_cb cb;
@@ -451,6 +456,7 @@ local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         struct backend_sandbox *b = lc->b;
         struct sandbox_info info = {0};
 
+        list_del(&lc->node);
         b->creating = NULL;
         if (err) {
                 local_sb_free(b);
@@ -496,6 +502,7 @@ local_create_ns(struct local_check *k, const char *real, bool is_dir)
         struct sbx_error err = {0};
         char *fresh = NULL;
         struct nsbox_request req = {.spec = spec};
+        struct nsbox *nb;
         json_t *enforced;
 
         if (local_check_place(spec, real, &err) < 0) {
@@ -529,7 +536,10 @@ local_create_ns(struct local_check *k, const char *real, bool is_dir)
         req.network_host = lc->b->network_host;
         req.limits = lc->b->use_limits ? &lc->b->limits : NULL;
         req.cgroup_procs = lc->b->cg ? cgroup_procs_files(lc->b->cg) : NULL;
-        nsbox_start(&req, local_ns_ready_cb, lc);
+        list_add_tail(&local.creates, &lc->node);
+        nb = nsbox_start(&req, local_ns_ready_cb, lc);
+        if (nb) /* else lc is gone already: its cb came with the error */
+                lc->nb = nb;
 }
 
 /* ---- the check, off the loop ---- */
@@ -747,6 +757,63 @@ local_destroy(struct backend_sandbox *b, void *ctx, backend_done_cb cb)
                 local_stopped_cb(d);
 }
 
+static void
+local_cancelled_error(struct sbx_error *err, const char *id)
+{
+        sbx_error_set(err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "cancelled"),
+                      "creating sandbox %s was cancelled", id);
+}
+
+/* A cancelled isolated create: its namespaces are gone (every process in them reaped). */
+static void
+local_ns_cancelled_cb(void *ctx)
+{
+        struct local_create *lc = ctx;
+        struct sbx_error err = {0};
+
+        local_cancelled_error(&err, lc->b->id);
+        if (lc->b->fresh)
+                local_remove_fresh(lc->b);
+        local_sb_free(lc->b);
+        lc->cb(lc->ctx, NULL, NULL, &err);
+        sbx_error_clear(&err);
+        json_decref(lc->enforced);
+        free(lc);
+}
+
+/* backend_ops.cancel: a create still checking its workdir stops its helper; one starting its
+ * namespaces kills them and removes the workdir made for it; then cb says "cancelled". */
+static void
+local_cancel(void *ctx)
+{
+        struct list *pos, *tmp;
+        struct sbx_error err = {0};
+
+        LIST_FOREACH_SAFE(pos, tmp, &local.checks)
+        {
+                struct local_check *k = LIST_ENTRY(pos, struct local_check, node);
+                if (k->preview || k->ctx != ctx)
+                        continue;
+                list_del(&k->node);
+                caller_job_cancel(k->job);
+                local_cancelled_error(&err, k->spec->id);
+                k->cb(k->ctx, NULL, NULL, &err);
+                sbx_error_clear(&err);
+                free(k);
+                return;
+        }
+        LIST_FOREACH_SAFE(pos, tmp, &local.creates)
+        {
+                struct local_create *lc = LIST_ENTRY(pos, struct local_create, node);
+                if (lc->ctx != ctx)
+                        continue;
+                list_del(&lc->node);
+                lc->b->creating = NULL;
+                nsbox_cancel(lc->nb, local_ns_cancelled_cb, lc);
+                return;
+        }
+}
+
 /* An exec in an isolated sandbox: oom_killed as on the host, when the sandbox's cgroup counted
  * an OOM kill while it ran (the agent sees only its main process, a shell whose child was
  * killed exits 137). The sandbox's cgroup outlives its execs: they end with its session. */
@@ -871,6 +938,7 @@ const struct backend_ops local_backend_ops = {
         .validate = local_validate,
         .probe = local_probe,
         .create = local_create,
+        .cancel = local_cancel,
         .save = local_save,
         .adopt = local_adopt,
         .destroy = local_destroy,

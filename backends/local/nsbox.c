@@ -691,7 +691,7 @@ out:
 }
 
 /* Starts a sandbox (nsbox.h). */
-void
+struct nsbox *
 nsbox_start(const struct nsbox_request *req, nsbox_ready_cb cb, void *ctx)
 {
         struct nsbox *nb = xcalloc(1, sizeof(*nb));
@@ -722,7 +722,7 @@ nsbox_start(const struct nsbox_request *req, nsbox_ready_cb cb, void *ctx)
         nsb_free(nb);
         cb(ctx, NULL, &err);
         sbx_error_clear(&err);
-        return;
+        return NULL;
 started:
         uv_poll_init(nsb.loop, &nb->poll, nb->ctl);
         nb->poll.data = nb;
@@ -735,6 +735,7 @@ started:
                                         },
                                         &nsb_session_cbs, nb);
         agent_session_open(nb->session);
+        return nb;
 }
 
 /* The owner's upcalls. */
@@ -765,6 +766,18 @@ nsbox_stop(struct nsbox *nb, void (*cb)(void *ctx), void *ctx)
         nb->stop_cb = cb;
         nb->stop_ctx = ctx;
         kill(nb->pid, SIGKILL); /* and its PID 1 with it (PR_SET_PDEATHSIG), and so on */
+}
+
+/* Abandons a pending start (nsbox.h). */
+void
+nsbox_cancel(struct nsbox *nb, void (*cb)(void *ctx), void *ctx)
+{
+        nb->cb = NULL;
+        if (nb->t)
+                nb->t->ops->close(nb->t);
+        nb->t = NULL;
+        nsb_ctl_done(nb);
+        nsbox_stop(nb, cb, ctx);
 }
 
 /* Accessors. */

@@ -84,8 +84,12 @@ int nsbox_init(uv_loop_t *loop, json_t *config, struct sbx_error *err);
 const char *nsbox_unavailable(const char **hint);
 /* backend.list details about isolation (new object). */
 json_t *nsbox_details(void);
-/* Starts a sandbox; cb once its agent is READY (the create may go on), or with why not. */
-void nsbox_start(const struct nsbox_request *req, nsbox_ready_cb cb, void *ctx);
+/* Starts a sandbox; cb once its agent is READY (the create may go on), or with why not. The
+ * sandbox starting (borrowed, for nsbox_cancel until cb), or NULL when cb came already. */
+struct nsbox *nsbox_start(const struct nsbox_request *req, nsbox_ready_cb cb, void *ctx);
+/* Abandons a start whose cb has not come: that cb never comes; every process started for it
+ * is killed, cb once reaped. nb is freed. */
+void nsbox_cancel(struct nsbox *nb, void (*cb)(void *ctx), void *ctx);
 /* Ends it: every process in it dies with its PID 1; cb once that one is reaped. nb is freed. */
 void nsbox_stop(struct nsbox *nb, void (*cb)(void *ctx), void *ctx);
 /* The session of its agent (borrowed). */

@@ -6,8 +6,10 @@ root."""
 import ctypes
 import os
 import select
+import signal
 import struct
 import tempfile
+import time
 import unittest
 
 from harness import Daemon, needs_root
@@ -49,9 +51,40 @@ class HungMount:
         return FUSE_IN_HEADER.unpack_from(os.read(self.fd, 1 << 17))
 
     def close(self):
-        os.close(self.fd)  # aborts the connection: whatever waits below fails (ENOTCONN)
+        fd, self.fd = self.fd, None
+        os.close(fd)  # aborts the connection: whatever waits below fails (ENOTCONN)
         LIBC.umount2(self.dir.encode(), MNT_DETACH)
         os.rmdir(self.dir)
+
+
+def until(cond, why, timeout=30):
+    """Waits for cond (polled); fails with why() after timeout s: the bound of a hang, not a
+    measure of speed."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(why())
+        select.select([], [], [], 0.05)
+
+
+def alive(pid):
+    """Whether pid runs (a zombie, killed and not reaped yet, does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def killed(pid):
+    """Whether pid has ended or has SIGKILL pending (it dies once its wait ends)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            st = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    except FileNotFoundError:
+        return True
+    pending = int(st["SigPnd"], 16) | int(st["ShdPnd"], 16)
+    return not alive(pid) or bool(pending & (1 << (signal.SIGKILL - 1)))
 
 
 @needs_root("needs root to mount a FUSE file system and to act as a second uid")
@@ -114,6 +147,42 @@ class HungWorkdir(unittest.TestCase):
             self.assertEqual(mount.next_request()[4], NOBODY)
         finally:
             d.stop(timeout=30)  # exit status 0, well before the bound
+
+    def client_gone(self, isolation):
+        # The default bound (60 s): the create would wait for it, were it not cancelled.
+        d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(d.dir, 0o755)
+        self.addCleanup(d.stop)
+        mount = HungMount(NOBODY)
+        self.addCleanup(lambda: mount.fd is None or mount.close())
+        c = client_as(d.socket, NOBODY)
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": {"backend": "local", "workdir": os.path.join(mount.dir, "w"),
+                           "local": {"isolation": isolation}}})
+        req = mount.next_request()  # the check, as nobody, is waiting on the mount
+        helper = req[6]
+        other = client_as(d.socket, NOBODY)
+        self.addCleanup(other.close)
+        [sb] = other.call("sandbox.list")["sandboxes"]
+        self.assertEqual(sb["state"], "creating")
+        c.close()  # mid-create
+        # Well before the bound (the old daemon kept the create until then).
+        until(lambda: "its client disconnected while it was being created: cancelling"
+              in d.read_log(), d.read_log)
+        # Nothing is left: no sandbox, no helper, no directory of it. The helper was killed;
+        # a FUSE request its server has read holds it until answered or aborted.
+        self.assertEqual(other.call("sandbox.list")["sandboxes"], [])
+        self.assertTrue(killed(helper), "the helper (pid %d) was not killed" % helper)
+        mount.close()
+        until(lambda: not alive(helper), lambda: "helper %d still runs" % helper)
+        self.assertFalse(os.path.exists(os.path.join(d.state, "sandboxes", sb["id"])),
+                         os.listdir(os.path.join(d.state, "sandboxes")))
+
+    def test_client_gone_during_the_check_on_the_host(self):
+        self.client_gone("none")
+
+    def test_client_gone_during_the_check_isolated(self):
+        self.client_gone("namespaces")
 
     def test_nobody_on_the_host(self):
         self.hang(NOBODY, "none")

@@ -297,8 +297,9 @@ start_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         snprintf(seen->msg, sizeof(seen->msg), "%s", err ? err->message : "");
 }
 
-/* A loop and nsbox with prog as its sandboxd-nsbox, starting one sandbox of ours. */
-static void
+/* A loop and nsbox with prog as its sandboxd-nsbox, starting one sandbox of ours (returned:
+ * NULL when its start failed at once). */
+static struct nsbox *
 start_with(uv_loop_t *loop, const char *prog, struct start_seen *seen)
 {
         static struct backend_identity who;
@@ -315,8 +316,9 @@ start_with(uv_loop_t *loop, const char *prog, struct start_seen *seen)
                       nsbox_unavailable(&(const char *){NULL}));
         who = (struct backend_identity){.uid = geteuid(), .gid = getegid(), .home = "/"};
         spec = (struct sandbox_spec){.id = "sbx_1", .name = "box", .owner = &who};
-        nsbox_start(&req, start_cb, seen);
+        struct nsbox *nb = nsbox_start(&req, start_cb, seen);
         ck_assert_int_eq(seen->calls, 0);
+        return nb;
 }
 
 /* An "nsbox" that is executable but no program (a broken install): the set-up's clone
@@ -474,6 +476,40 @@ START_TEST(test_agent_refused_during_the_start)
 }
 END_TEST
 
+static void
+cancelled_cb(void *ctx)
+{
+        (*(int *) ctx)++;
+}
+
+/* A start abandoned before its set-up reported (its client went): the set-up is killed, the
+ * start's cb never comes, cancel's cb does once the set-up is reaped, and nothing is left in
+ * the loop. */
+START_TEST(test_cancel_during_the_start)
+{
+        uv_loop_t loop;
+        struct start_seen seen = {0};
+        char self[PATH_MAX] = "";
+        struct nsbox *nb;
+        int status, cancelled = 0;
+        pid_t pid;
+
+        ck_assert_int_gt(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+        nb = start_with(&loop, self, &seen);
+        ck_assert_ptr_nonnull(nb);
+        nsbox_cancel(nb, cancelled_cb, &cancelled);
+        ck_assert_int_eq(cancelled, 0); /* not before its set-up is reaped */
+        pid = waitpid(-1, &status, 0);
+        ck_assert_int_gt(pid, 0);
+        ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+        ck_assert(nsbox_reaped(pid, status));
+        ck_assert_int_eq(cancelled, 1);
+        start_end(&loop);
+        ck_assert_int_eq(seen.calls, 0);
+        ck_assert_int_eq(cancelled, 1);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -497,6 +533,7 @@ main(int argc, char **argv)
         tcase_add_test(tc, test_reaped_before_its_report);
         tcase_add_test(tc, test_report_before_its_reaping);
         tcase_add_test(tc, test_agent_refused_during_the_start);
+        tcase_add_test(tc, test_cancel_during_the_start);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
