@@ -35,6 +35,9 @@
  *                             but its processes cannot outlive the daemon: at shutdown its
  *                             execs are ended as host execs are (TERM, kill_grace_ms, KILL);
  *   caps & BACKEND_CAP_EXACT_ENV  the exec's environment is the daemon's whole answer;
+ *   caps & BACKEND_CAP_OWN_HOME  execs get the HOME the sandbox reports at create
+ *                             (sandbox_info.home: ssh, daytona), not the caller's; the daemon
+ *                             sets it in their environment and the policy judges with it;
  *   spec_caps                 the caps of one sandbox, when they depend on its spec (local:
  *                             `isolation: "none"` has BACKEND_CAP_HOST, "namespaces" not);
  *   save / adopt              the sandbox outlives the daemon (recorded in sandboxes.json);
@@ -138,6 +141,9 @@ struct sandbox_info {
         const char *runtime_dir;
         /* The isolation in force, shown in the sandbox object (borrowed; NULL: none shown). */
         const char *isolation;
+        /* The HOME its execs get (borrowed): a BACKEND_CAP_OWN_HOME backend's remote account's.
+         * NULL: the caller's (the daemon sets HOME to it). */
+        const char *home;
         /* adopt made the sandbox anew (what ran in it is gone): the sandbox object says
          * sandbox_recreated: true. */
         bool recreated;
@@ -280,6 +286,9 @@ enum backend_caps {
         /* a recorded sandbox whose processes end with the daemon: at shutdown its execs are
          * killed (TERM, kill_grace_ms, KILL) rather than left for the next daemon */
         BACKEND_CAP_ENDS_WITH_DAEMON = 1u << 4,
+        /* execs get a HOME of the sandbox's own (the remote account's: sandbox_info.home),
+         * not the caller's: the policy does not know it before the sandbox is made */
+        BACKEND_CAP_OWN_HOME = 1u << 5,
 };
 
 typedef void (*backend_facts_cb)(void *ctx, json_t *facts /* steals, may be NULL */,

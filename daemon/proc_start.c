@@ -48,6 +48,12 @@ proc_exec_env(const struct sandbox *sb, json_t *exec_env, bool pty)
                 json_object_update(env, sb->shell_env);
         } else {
                 env = proc_base_env(&sb->who, pty);
+                /* The HOME the exec really gets (a remote account's on ssh), or none when it
+                 * is not known yet: then the policy takes nothing for the home. */
+                if (sandbox_home(sb))
+                        json_object_set_new(env, "HOME", json_string(sandbox_home(sb)));
+                else
+                        json_object_del(env, "HOME");
                 json_object_update(env, sb->env);
         }
         if (exec_env)
@@ -274,7 +280,8 @@ proc_policy_ctx(struct sandbox *sb, const char *cwd, json_t *exec_env, struct po
         ctx->backend = sb->ops->name;
         ctx->host_access = sb->host_access;
         ctx->cwd = proc_cwd_in(sb, cwd);
-        ctx->home = sb->who.home;
+        ctx->home = sandbox_home(sb);
+        ctx->home_unknown = !ctx->home;
         ctx->env = *env;
         /* on the host the exec gets exactly this environment; an image adds its own */
         ctx->env_complete = (sb->caps & BACKEND_CAP_EXACT_ENV) != 0;

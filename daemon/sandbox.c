@@ -87,6 +87,7 @@ sandbox_unref(struct sandbox *sb)
         shellstate_forget(sb);
         free(sb->name);
         free(sb->workdir);
+        free(sb->home);
         free(sb->image);
         free(sb->state_dir);
         free(sb->runtime_dir);
@@ -115,6 +116,15 @@ sandbox_find(uid_t uid, const char *key)
                         return sb;
         }
         return NULL;
+}
+
+/* The HOME of sb's execs (sandbox.h). */
+const char *
+sandbox_home(const struct sandbox *sb)
+{
+        if (sb->home)
+                return sb->home;
+        return sb->caps & BACKEND_CAP_OWN_HOME ? NULL : sb->who.home;
 }
 
 /* Activity for the idle timeout. */

@@ -41,6 +41,7 @@ struct sandbox {
         json_t *enforced; /* limits really enforced (owned, may be NULL) */
         json_t *details;  /* backend details (owned, may be NULL) */
         char *workdir;
+        char *home; /* the HOME its execs get when the backend reports one (sandbox_home) */
         char *image;
         char *state_dir;
         char *runtime_dir; /* inside, for shell-state files (sandbox_info); NULL on the host */
@@ -103,6 +104,9 @@ void sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx);
 void sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb, void *ctx);
 void sandbox_ref(struct sandbox *sb);
 void sandbox_unref(struct sandbox *sb);
+/* The HOME execs in sb get (borrowed): the one its backend reported, else the owner's; NULL
+ * when it is not known (a preview of a BACKEND_CAP_OWN_HOME backend's sandbox). */
+const char *sandbox_home(const struct sandbox *sb);
 /* Marks activity (exec start/end) for the idle timeout. */
 void sandbox_touch(struct sandbox *sb);
 /* The sandbox object of protocol §4 (new). */

@@ -153,6 +153,8 @@ sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_
                 free(sb->workdir);
                 sb->workdir = xstrdup(info->workdir);
         }
+        free(sb->home); /* a recreate's may differ */
+        sb->home = info->home ? xstrdup(info->home) : NULL;
         if (info->image) {
                 free(sb->image);
                 sb->image = xstrdup(info->image);

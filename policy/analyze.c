@@ -669,9 +669,9 @@ analyze_init(struct eval *ev, const struct policy *p, const struct policy_ctx *c
         ev->pol = p;
         ev->ctx = ctx;
         ev->max_steps = 64 * (unsigned long) input_len + 200000;
-        if (ctx && ctx->env)
+        if (ctx && ctx->env && !ctx->home_unknown)
                 envhome = json_string_value(json_object_get(ctx->env, "HOME"));
-        if (ctx && ctx->home && ctx->home[0] == '/')
+        if (ctx && !ctx->home_unknown && ctx->home && ctx->home[0] == '/')
                 ev->acct_home = ctx->home;
         /* ~ is what the shell's $HOME says; the account's home stays protected too */
         ev->home = envhome && envhome[0] == '/' ? envhome : ev->acct_home;

@@ -46,6 +46,8 @@ static const struct builtin_rule rules[] = {
          "schedules a command to run later, outside this sandbox's control (at, systemd-run)"},
         {"proc.ptrace", A, 0, "attaches a debugger or tracer to a running process"},
         {"delete.recursive", A, 0, "recursive delete"},
+        {"home.unknown", A, NA,
+         "deletes or changes a path that may be the sandbox's home, which is not known yet"},
         {"delete.force", A, 0, "forced delete"},
         {"delete.find", A, 0, "find deletes the files it matches"},
         {"delete.xargs", A, 0, "deletes files whose names come from input"},

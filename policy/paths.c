@@ -274,20 +274,37 @@ paths_cwd_uncertain(struct eval *ev, const char *s)
         return ev->cwd_alt && s[0] != '/' && s[0] != '~';
 }
 
+/* With the home not known (ctx->home_unknown: a sandbox whose execs get a remote account's
+ * HOME, judged before it is made), a path deleted or changed that is nothing else may be that
+ * home: asked (home.unknown), never allowed for not knowing. */
+static void
+home_unknown_hit(struct eval *ev, const struct word *w)
+{
+        const char *p;
+
+        if (!ev->ctx || !ev->ctx->home_unknown || (w->flags & (W_DYN | W_OVERFLOW | W_TREE)))
+                return;
+        p = w->flags & W_GLOB ? paths_glob_dir(ev, w->s) : paths_resolve(ev, w->s);
+        if (p && p[0] == '/' && !streq(p, "/"))
+                analyze_add(ev, -1, "home.unknown", p, p);
+}
+
 /* What w hits; a relative path after a cd that may have failed is judged in both places. */
 enum target
 paths_classify(struct eval *ev, const struct word *w, bool ancestor)
 {
         enum target t = classify_here(ev, w, ancestor);
 
-        if (t != T_NONE || !paths_cwd_uncertain(ev, w->s) || (w->flags & W_DYN))
-                return t;
-        const char *cwd = ev->cwd, *alt = ev->cwd_alt;
-        ev->cwd = alt;
-        ev->cwd_alt = NULL;
-        t = classify_here(ev, w, ancestor);
-        ev->cwd = cwd;
-        ev->cwd_alt = alt;
+        if (t == T_NONE && paths_cwd_uncertain(ev, w->s) && !(w->flags & W_DYN)) {
+                const char *cwd = ev->cwd, *alt = ev->cwd_alt;
+                ev->cwd = alt;
+                ev->cwd_alt = NULL;
+                t = classify_here(ev, w, ancestor);
+                ev->cwd = cwd;
+                ev->cwd_alt = alt;
+        }
+        if (t == T_NONE)
+                home_unknown_hit(ev, w);
         return t;
 }
 

@@ -121,7 +121,13 @@ struct policy_ctx {
         const char *backend; /* "local", "docker", … */
         bool host_access;    /* the sandbox exposes the host (local always does) */
         const char *cwd;
-        const char *home; /* the caller's home directory (its account's) */
+        /* The home directory of the account the command runs as: the caller's on the host, the
+         * remote account's on ssh or daytona (the HOME the exec gets). */
+        const char *home;
+        /* That home is not known (a remote sandbox judged before it is made: policy.check's
+         * preview): home and $HOME in env are ignored, and a path deleted or changed that is
+         * nothing else may be it (home.unknown, ask). */
+        bool home_unknown;
         /* The environment the command starts with (object of strings, borrowed): values of
          * variables, and $HOME as the shell expands ~. */
         json_t *env;

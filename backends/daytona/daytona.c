@@ -752,7 +752,7 @@ const struct backend_ops daytona_backend_ops = {
         /* Commands run in Daytona's cloud, never on the host. Not BACKEND_CAP_EXACT_ENV:
          * although the wrapper runs them under `env -i`, HOME, USER and LOGNAME become the
          * sandbox user's, so the policy does not read the daemon's environment as theirs. */
-        .caps = 0,
+        .caps = BACKEND_CAP_OWN_HOME,
         .init = daytona_init,
         .validate = daytona_validate,
         .probe = daytona_probe,

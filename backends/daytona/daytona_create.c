@@ -106,6 +106,7 @@ cr_done(struct create *c)
         info.image = sb->image ? sb->image : sb->snapshot;
         info.host_access = false;
         info.runtime_dir = daytona.remote_dir; /* the shell state of `command` execs too */
+        info.home = sb->home;                  /* GET /user-home-dir */
         info.enforced = c->enforced;
         info.details = json_pack("{s:s,s:s?,s:s?,s:s?,s:b,s:O?}", "sandbox_id", sb->dt_id, "name",
                                  sb->dt_name, "state", sb->state, "user", sb->user, "persistent",

@@ -478,7 +478,7 @@ ssh_shutdown(void)
 
 const struct backend_ops ssh_backend_ops = {
         .name = SSH_BACKEND,
-        .caps = BACKEND_CAP_SECTIONS,
+        .caps = BACKEND_CAP_SECTIONS | BACKEND_CAP_OWN_HOME,
         .init = ssh_backend_init,
         .validate = ssh_validate,
         .probe = ssh_probe,

@@ -133,6 +133,7 @@ create_finish(struct ssh_create *c)
         list_add_tail(&sshb.sandboxes, &sb->link);
         info.workdir = sb->workdir;
         info.runtime_dir = sb->rt;
+        info.home = sb->r_home; /* from the remote's facts (HELLO, or the plain probe) */
         info.enforced = create_enforced(c);
         info.details = ssh_details(sb);
         c->cb(c->ctx, sb, &info, NULL);

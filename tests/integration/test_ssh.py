@@ -1064,6 +1064,63 @@ class SshRestart(unittest.TestCase):
         self.assertEqual(remote_pids(self.env, self.env.remote), [])
 
 
+class SshRemoteHome(unittest.TestCase):
+    """The policy judges an ssh exec with the HOME it really gets there (the remote account's,
+    here a directory of the test's: sshd sets HOME), not the caller's local one (nobody's,
+    /nonexistent); before the sandbox exists (policy.check's preview) that home is unknown and
+    a change to a path that may be it is asked, never allowed. Root daemon, caller nobody."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.home = tempfile.mkdtemp(prefix="sbxrhome-")
+        cls.addClassCleanup(shutil.rmtree, cls.home, True)
+        os.chmod(cls.home, 0o755)
+        cls.env = class_resource(cls, SshEnv, "", {"HOME": cls.home})
+        key = os.path.join(cls.env.dir, "nobody_key")
+        shutil.copy(cls.env.sshd.user_key, key)
+        os.chown(key, NOBODY, NOBODY)
+        os.chmod(key, 0o600)
+        cls.ssh = {"host": "127.0.0.1", "port": cls.env.relay.port, "user": "root",
+                   "identity_file": key, "host_key_policy": "accept-new"}
+        cls.d = class_resource(cls, Daemon, "[daemon]\nallow_users = nobody\n"
+                               "socket_group = nogroup\n" +
+                               cls.env.config("", "client_hosts = 127.0.0.1\n"))
+        os.chmod(cls.d.dir, 0o755)
+
+    def test_judged_with_the_remote_home(self):
+        h = self.home
+        with open(os.path.join(h, "keep"), "w") as f:
+            f.write("x")
+        moves = ["mv %s %s.gone" % (h, h), "rsync -a --delete %s/ %s/" % (self.env.dir, h),
+                 "rm -rf %s" % h]
+        calls = [["policy.check", {"command": c, "backend": "ssh"}] for c in moves]
+        calls += [["sandbox.create", {"backend": "ssh", "name": "rh", "ssh": self.ssh}],
+                  ["exec", {"sandbox": "rh", "argv": ["sh", "-c", "echo $HOME"]}]]
+        calls += [["policy.check", {"command": c, "sandbox": "rh"}] for c in moves]
+        # The first command of the sandbox (no shell state yet), as the agent would send it.
+        calls += [["exec", {"sandbox": "rh", "command": moves[0]}],
+                  ["exec", {"sandbox": "rh", "command": "cd; rm -rf *"}],
+                  ["sandbox.destroy", {"id": "rh"}]]
+        res = as_nobody(self.d.socket, calls)
+        preview, made, (echo,), checks, execs = (res[:3], res[3:4][0], res[4:5], res[5:8],
+                                                 res[8:10])
+        for c, r in zip(moves, preview):
+            r = r["result"]
+            self.assertEqual(r["verdict"], "ask", (c, r))
+            self.assertIn("home.unknown", [f["rule"] for f in r["findings"]], (c, r))
+        self.assertEqual(made["result"]["workdir"], h, made)
+        self.assertEqual(echo["result"]["stdout"], h + "\n", echo)
+        for c, r in zip(moves, checks):
+            r = r["result"]
+            self.assertEqual(r["verdict"], "deny", (c, r))
+            self.assertIn("floor.rm-home", [f["rule"] for f in r["findings"]], (c, r))
+        for r in execs:
+            self.assertEqual(r.get("error", {}).get("code"), -32001, r)
+            self.assertEqual(r["error"]["data"]["verdict"], "deny", r)
+        self.assertIn("keep", os.listdir(h))  # nothing of it was touched
+        self.assertFalse(os.path.exists(h + ".gone"))
+
+
 class SshPlain(SshClass):
     """agent = off: one exec channel per command, said in the details; as correct as the
     agent where it can be, and honest where it cannot (a dropped link loses the exec)."""

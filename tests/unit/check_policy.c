@@ -133,6 +133,47 @@ START_TEST(test_unknown_cwd)
 }
 END_TEST
 
+/* A home the policy is not told (a remote sandbox judged before it exists): neither the
+ * caller's home nor $HOME in env is taken for it, and a change to a path that may be it asks;
+ * the same commands with that home known hit it. */
+START_TEST(test_unknown_home)
+{
+        static const char *const cmds[] = {"mv /srv/agent /tmp/x",
+                                           "rsync -a --delete e/ /srv/agent/", "rm -rf /srv/agent",
+                                           "chmod -R 777 /srv/agent"};
+        struct policy_ctx ctx = ctx_default();
+        json_t *env = json_pack("{s:s}", "HOME", "/home/user");
+        struct policy_result r;
+
+        ctx.env = env;
+        for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+                ctx.home_unknown = true;
+                policy_eval_command(pol, &ctx, cmds[i], &r);
+                ck_assert_msg(r.verdict == POLICY_ASK && policy_test_has_rule(&r, "home.unknown"),
+                              "%s: %s", cmds[i], policy_test_describe(&r));
+                policy_result_clear(&r);
+                ctx.home_unknown = false;
+                ctx.home = "/srv/agent";
+                json_object_set_new(env, "HOME", json_string("/srv/agent"));
+                policy_eval_command(pol, &ctx, cmds[i], &r);
+                ck_assert_msg(r.verdict == POLICY_DENY, "%s: %s", cmds[i],
+                              policy_test_describe(&r));
+                policy_result_clear(&r);
+                ctx.home = "/home/user";
+                json_object_set_new(env, "HOME", json_string("/home/user"));
+        }
+        /* The caller's home is not the unknown one: ~ is still the home, whatever it is. */
+        ctx.home_unknown = true;
+        policy_eval_command(pol, &ctx, "rm -rf /home/user", &r);
+        ck_assert(!policy_test_has_rule(&r, "floor.rm-home"));
+        policy_result_clear(&r);
+        policy_eval_command(pol, &ctx, "rm -rf ~", &r);
+        ck_assert(policy_test_has_rule(&r, "floor.rm-home"));
+        policy_result_clear(&r);
+        json_decref(env);
+}
+END_TEST
+
 START_TEST(test_argv)
 {
         struct policy_ctx ctx = ctx_default();
@@ -317,6 +358,7 @@ suite(void)
         tcase_add_test(tc, test_strictest_wins);
         tcase_add_test(tc, test_env_variables);
         tcase_add_test(tc, test_unknown_cwd);
+        tcase_add_test(tc, test_unknown_home);
         tcase_add_test(tc, test_argv);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_value_growth);
