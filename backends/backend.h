@@ -342,6 +342,11 @@ struct backend_ops {
          * (policy/policy.h: {"volumes": {...}, "containers": {...}}). An error fails the
          * create (fail closed). Called again before a recreate. May be NULL. */
         void (*inspect_spec)(json_t *spec, void *ctx, backend_facts_cb cb);
+        /* What a create of spec would refuse before it makes anything, beyond the policy's
+         * checks (docker: what its container may not have for a caller that runs as itself),
+         * for policy.check {sandbox: spec}: 0, or -1 with err as the create would fail.
+         * Synchronous, asks nothing of the service. May be NULL. */
+        int (*check_spec)(const struct sandbox_spec *spec, struct sbx_error *err);
         /* Creates a sandbox. progress may be called any number of times before cb. */
         void (*create)(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,
                        backend_create_cb cb);

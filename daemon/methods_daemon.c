@@ -355,12 +355,17 @@ check_spec(struct rpc_req *req, const struct check_args *a)
                 a->backend ? a->backend : json_string_value(json_object_get(a->spec, "backend"));
         struct policy_result r = {0};
         struct backend_identity who;
+        struct sbx_error err = {0};
         struct policy_ctx ctx;
 
         sandbox_identity(req->conn, &who);
         sandbox_policy_ctx(&ctx, backend ? backend : g.config->default_backend, &who, a->spec);
         ctx.request_env = a->env;
         check_eval(a, &ctx, &r);
+        /* What the backend refuses before making anything is the create's answer too. */
+        if (!r.invalid.code && r.verdict != POLICY_DENY &&
+            sandbox_preview_spec(req->conn, ctx.backend, a->spec, &err) < 0)
+                sbx_error_move(&r.invalid, &err);
         policy_check_reply(req, &r, ctx.host_access);
         sandbox_identity_free(&who);
 }

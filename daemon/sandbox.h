@@ -102,6 +102,11 @@ void sandbox_default(struct conn *c, sandbox_ready_cb cb, void *ctx);
  * would be. cb may come before this returns; an error (unknown backend, too many previews
  * waiting for uid) comes with sb NULL. */
 void sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb, void *ctx);
+/* What backend (borrowed) would refuse up front in a sandbox.create of params (borrowed) by
+ * c's peer, beyond the policy (backend_ops.check_spec): 0, or -1 with err as the create
+ * would fail. */
+int sandbox_preview_spec(struct conn *c, const char *backend, json_t *params,
+                         struct sbx_error *err);
 void sandbox_ref(struct sandbox *sb);
 void sandbox_unref(struct sandbox *sb);
 /* The HOME execs in sb get (borrowed): the one its backend reported, else the owner's; NULL

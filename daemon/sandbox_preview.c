@@ -1,6 +1,8 @@
 /* sandbox_preview.c — what the default sandbox would be, without making it, for policy.check. */
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/daemon.h"
 #include "daemon/sandbox.h"
@@ -111,4 +113,28 @@ sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb
                 ops->preview_workdir(&pv->spec, pv, sandbox_preview_workdir_cb);
         else
                 sandbox_preview_workdir_cb(pv, NULL);
+}
+
+/* What a create of params would refuse up front: see sandbox.h. */
+int
+sandbox_preview_spec(struct conn *c, const char *backend, json_t *params, struct sbx_error *err)
+{
+        const struct backend_ops *ops = backend_lookup(backend);
+        struct sandbox_spec spec = {0};
+        struct sandbox *sb;
+        int r;
+
+        if (!ops || !ops->check_spec)
+                return 0;
+        sb = sandbox_alloc_unlisted(params, ops);
+        snprintf(sb->id, sizeof(sb->id), "sbx_preview");
+        sb->owner = conn_uid(c);
+        sandbox_identity(c, &sb->who);
+        sb->name = xstrdup("preview");
+        sandbox_spec_fields(sb, &spec);
+        if (!strcmp(ops->name, "docker")) /* as sandbox_fill_spec does */
+                sandbox_policy_docker_spec(&spec, &sb->who);
+        r = ops->check_spec(&spec, err);
+        sandbox_unref(sb);
+        return r;
 }

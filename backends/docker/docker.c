@@ -536,6 +536,7 @@ const struct backend_ops docker_backend_ops = {
         .probe = docker_probe,
         .inspect_spec = docker_inspect_spec,
         .preview_workdir = docker_preview_workdir,
+        .check_spec = docker_check_spec,
         .create = docker_create,
         .cancel = docker_cancel,
         .save = docker_save,

@@ -46,6 +46,13 @@ docker_info_note(json_t *body)
         return info.remaps == 1;
 }
 
+/* Whether dockerd remaps users, as it last said: 1, 0, -1 before any answer. */
+int
+docker_info_remapped(void)
+{
+        return info.remaps;
+}
+
 /* Adds userns_remap (null: not known yet), ncpu and mem_total to backend.list's details. */
 void
 docker_info_details(json_t *d)

@@ -201,6 +201,8 @@ struct docker_create {
         bool cancelled;
         bool no_pull;     /* an image not on the host fails the create (spec->no_pull) */
         bool image_named; /* the image found must carry its name (spec->image_named) */
+        bool preview;     /* check_spec's body: nothing of the host is looked at (bind
+                             sources stay as given: the policy judged them as the caller) */
         bool want_start;  /* agent mode: start once the attach is open (`docker start -a`) */
         bool starting;    /* the start call is in flight */
         bool agent_early; /* the agent answered (or failed: agent_error) before the start did */
@@ -277,6 +279,10 @@ void docker_user_details(const struct backend_sandbox *sb, json_t *d);
 bool docker_info_remaps(json_t *body);
 /* Keeps NCPU, MemTotal and the remapping of body (a 200 answer, borrowed); returns the last. */
 bool docker_info_note(json_t *body);
+/* Whether dockerd remaps users as it last answered GET /info: 1, 0, -1 not known yet. */
+int docker_info_remapped(void);
+/* backend_ops.check_spec: what docker_user_apply would refuse for spec's owner (docker_user.c). */
+int docker_check_spec(const struct sandbox_spec *spec, struct sbx_error *err);
 /* Adds userns_remap (null until dockerd answered), ncpu and mem_total to d (borrowed). */
 void docker_info_details(json_t *d);
 /* Adds userns_remap (null: not known) of sb to its sandbox details d (borrowed). */

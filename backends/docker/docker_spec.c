@@ -55,7 +55,7 @@ docker_mount(struct docker_create *c, json_t *m, json_t *out, struct sbx_error *
                 sbx_error_param(err, "mounts", "mount of %s: bad type or no source", dst);
                 return -EINVAL;
         }
-        if (strcmp(type, "bind") == 0) {
+        if (strcmp(type, "bind") == 0 && !c->preview) {
                 if (!realpath(src, real)) {
                         sbx_error_param(err, "mounts", "bind source '%s': %s", src,
                                         strerror(errno));

@@ -507,3 +507,35 @@ docker_user_details(const struct backend_sandbox *sb, json_t *d)
         if (n == 2)
                 json_object_set_new(d, "gid", json_integer(gid));
 }
+
+/* backend_ops.check_spec: the body a create would make for spec and what docker_user_apply
+ * refuses in it for an owner that runs as itself (a ReadonlyRootfs workdir, docker.user,
+ * added capabilities, hardening taken out). Whether dockerd remaps is as it last said; not
+ * known, the owner runs as itself, as a create that cannot ask fails. */
+int
+docker_check_spec(const struct sandbox_spec *spec, struct sbx_error *err)
+{
+        struct docker_create c = {.image =
+                                          spec->image ? (char *) spec->image : docker.default_image,
+                                  .preview = true};
+        int r = 0;
+
+        c.approved = json_object();
+        c.body = docker_body(&c, spec, err);
+        if (!c.body) {
+                r = -1;
+        } else {
+                docker_user_note(&c, spec);
+                if (c.owner->unprivileged && !c.owner->root_allowed &&
+                    docker_info_remapped() != 1 && docker_user_apply(&c) < 0) {
+                        sbx_error_move(err, &c.err);
+                        r = -1;
+                }
+        }
+        docker_user_free(&c);
+        json_decref(c.body);
+        json_decref(c.requested);
+        json_decref(c.approved);
+        sbx_error_clear(&c.err);
+        return r;
+}

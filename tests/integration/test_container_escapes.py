@@ -414,7 +414,23 @@ class RunsAsCaller(unittest.TestCase):
             ["sandbox.destroy", {"id": "n1"}],
             ["sandbox.create", {"backend": "docker", "image": IMAGE, "name": "n0", "docker": {
                 "host_config": {"SecurityOpt": ["no-new-privileges=0"]}}}],
+            # policy.check predicts both answers (the preview asks the backend what the create
+            # would refuse before making anything).
+            ["policy.check", {"sandbox": {"backend": "docker", "image": IMAGE, "workdir": "/work",
+                                          "docker": {"host_config": ro}}}],
+            ["policy.check", {"sandbox": {"backend": "docker", "image": IMAGE, "workdir": "/work",
+                                          "docker": {"host_config": dict(
+                                              ro, Tmpfs={"/work": "size=1m"})}}}],
         ])
+        self.assertEqual(res[8].get("error"), res[0]["error"], res[8])
+        self.assertIn("verdict", res[9].get("result", {}), res[9])
+        c = self.daemon.client()  # root: its container runs as the image's user, as created
+        try:
+            self.assertIn("verdict", c.call("policy.check", {"sandbox": {
+                "backend": "docker", "image": IMAGE, "workdir": "/work",
+                "docker": {"host_config": ro}}}))
+        finally:
+            c.close()
         err = res[0]["error"]
         self.assertEqual((err["code"], err["data"]["param"]), (-32602, "workdir"), err)
         for word in ("ReadonlyRootfs", "tmpfs mount", "volume"):
