@@ -35,15 +35,26 @@ static struct {
         uv_loop_t *loop;
         uv_signal_t sigchld;
         json_t *cgroup_info;
-        enum local_iso def;  /* [backend.local] isolation */
-        bool fallback;       /* [backend.local] isolation_fallback = none */
-        unsigned check_ms;   /* the bound on a workdir's check ([limits] file_timeout_s) */
-        struct list all;     /* struct local_sb */
-        struct list checks;  /* struct local_check waiting for their helper */
-        struct list creates; /* struct local_create waiting for their namespaces */
+        enum local_iso def;   /* [backend.local] isolation */
+        bool fallback;        /* [backend.local] isolation_fallback = none */
+        unsigned check_ms;    /* the bound on a workdir's check ([limits] file_timeout_s) */
+        struct list all;      /* struct local_sb */
+        struct list checks;   /* struct local_check waiting for their helper */
+        struct list creates;  /* struct local_create waiting for their namespaces */
+        struct list removals; /* struct local_removal waiting for their rm */
 } local = {.all = {&local.all, &local.all},
            .checks = {&local.checks, &local.checks},
-           .creates = {&local.creates, &local.creates}};
+           .creates = {&local.creates, &local.creates},
+           .removals = {&local.removals, &local.removals}};
+
+/* A removal of the workdir made for a sandbox whose end waits for it (a failed or cancelled
+ * create leaves no directory behind). */
+struct local_removal {
+        struct list node; /* in local.removals until its rm is reaped */
+        pid_t pid;
+        void (*done)(void *ctx);
+        void *ctx;
+};
 
 /* A sandbox with its place in local.all (freed at shutdown when the daemon kept it). */
 struct local_sb {
@@ -63,6 +74,7 @@ struct local_create {
         const struct backend_upcalls *up;
         void *up_ctx;
         bool recreated;
+        struct sbx_error err; /* why it failed, while the workdir made for it goes */
 };
 
 /* A create waiting for its workdir (or its owner's home) to be checked as its owner. */
@@ -77,6 +89,25 @@ struct local_check {
         bool recreated;
 };
 
+/* pid was a removal's rm: its waiter is told (true), or it was not one (false). */
+static bool
+local_removal_reaped(pid_t pid)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &local.removals)
+        {
+                struct local_removal *r = LIST_ENTRY(pos, struct local_removal, node);
+                if (r->pid != pid)
+                        continue;
+                list_del(&r->node);
+                r->done(r->ctx);
+                free(r);
+                return true;
+        }
+        return false;
+}
+
 static void
 local_sigchld_cb(uv_signal_t *s, int signum)
 {
@@ -85,7 +116,8 @@ local_sigchld_cb(uv_signal_t *s, int signum)
 
         /* We are a child subreaper: reap everything, including orphaned grandchildren. */
         while ((pid = spawn_reap_other(&status)) > 0)
-                if (!nsbox_reaped(pid, status) && !local_exec_reaped(pid, status))
+                if (!nsbox_reaped(pid, status) && !local_exec_reaped(pid, status) &&
+                    !local_removal_reaped(pid))
                         local_file_reaped(pid, status);
 }
 
@@ -188,6 +220,12 @@ local_shutdown(void)
                 free(k);
         }
         nsbox_shutdown();
+        /* Removals still running end with the daemon: nobody waits for them any more. */
+        LIST_FOREACH_SAFE(pos, tmp, &local.removals)
+        {
+                list_del(pos);
+                free(LIST_ENTRY(pos, struct local_removal, node));
+        }
         /* Sandboxes the daemon kept for the next start (isolated ones are recreated then). */
         LIST_FOREACH_SAFE(pos, tmp, &local.all)
         local_sb_free(&LIST_ENTRY(pos, struct local_sb, node)->b);
@@ -369,6 +407,8 @@ local_create_host(const struct sandbox_spec *spec, const char *wd, void *ctx, ba
         json_decref(info.enforced);
 }
 
+static void local_remove_fresh(struct backend_sandbox *b, void (*done)(void *ctx), void *ctx);
+
 /* The workdir the caller named must be a directory it can reach; without one, its home when
  * it is one (accounts such as nobody have none: "/" rather than fail). */
 static char *local_default_workdir(const struct sandbox_spec *spec, enum local_iso iso,
@@ -449,6 +489,44 @@ local_fresh_workdir(const struct sandbox_spec *spec, struct sbx_error *err)
         return wd;
 }
 
+/* An isolated create that failed (lc->err) ends, once what was made for it is gone. */
+static void
+local_create_failed(void *ctx)
+{
+        struct local_create *lc = ctx;
+
+        local_sb_free(lc->b);
+        lc->cb(lc->ctx, NULL, NULL, &lc->err);
+        sbx_error_clear(&lc->err);
+        json_decref(lc->enforced);
+        free(lc);
+}
+
+/* The owner's rm emptied the workdir made for the sandbox; the directory itself is in the
+ * sandbox's state directory, which only the daemon may change: an rmdir, which removes an
+ * empty directory and nothing else. */
+static void
+local_create_removed(void *ctx)
+{
+        struct local_create *lc = ctx;
+
+        if (lc->b->fresh) /* not empty (rm failed): the daemon says its state dir stays */
+                (void) rmdir(lc->b->fresh);
+        local_create_failed(lc);
+}
+
+/* A new sandbox's create failed or was cancelled (lc->err): the workdir made for it goes
+ * first. A sandbox made anew after a restart keeps its workdir: what the caller left in it
+ * before the restart is still its own. */
+static void
+local_create_undo(struct local_create *lc)
+{
+        if (lc->recreated)
+                local_create_failed(lc);
+        else
+                local_remove_fresh(lc->b, local_create_removed, lc);
+}
+
 static void
 local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
 {
@@ -459,20 +537,20 @@ local_ns_ready_cb(void *ctx, struct nsbox *nb, const struct sbx_error *err)
         list_del(&lc->node);
         b->creating = NULL;
         if (err) {
-                local_sb_free(b);
-                lc->cb(lc->ctx, NULL, NULL, err);
-        } else {
-                b->nb = nb;
-                nsbox_set_upcalls(nb, lc->up, lc->up_ctx);
-                info.workdir = b->workdir;
-                info.host_access = b->network_host;
-                info.enforced = lc->enforced;
-                info.details = nsbox_info(nb);
-                info.isolation = "namespaces";
-                info.recreated = lc->recreated;
-                lc->cb(lc->ctx, b, &info, NULL);
-                json_decref(info.details);
+                sbx_error_set(&lc->err, err->code, json_incref(err->data), "%s", err->message);
+                local_create_undo(lc);
+                return;
         }
+        b->nb = nb;
+        nsbox_set_upcalls(nb, lc->up, lc->up_ctx);
+        info.workdir = b->workdir;
+        info.host_access = b->network_host;
+        info.enforced = lc->enforced;
+        info.details = nsbox_info(nb);
+        info.isolation = "namespaces";
+        info.recreated = lc->recreated;
+        lc->cb(lc->ctx, b, &info, NULL);
+        json_decref(info.details);
         json_decref(lc->enforced);
         free(lc);
 }
@@ -705,24 +783,33 @@ local_exec_adopt(struct backend_sandbox *b, const struct exec_spec *spec, json_t
 }
 
 /* Removes the workdir made for a sandbox, as its owner (never with the daemon's rights in a
- * tree the caller controls); not waited for (reaped by the SIGCHLD handler). */
+ * tree the caller controls). done (NULL: not waited for; the SIGCHLD handler reaps it) once
+ * its rm has ended, or at once when there is none or it cannot start. */
 static void
-local_remove_fresh(struct backend_sandbox *b)
+local_remove_fresh(struct backend_sandbox *b, void (*done)(void *ctx), void *ctx)
 {
         char *argv[] = {"rm", "-rf", "--one-file-system", "--", b->fresh, NULL};
         char *envp[] = {"PATH=/usr/bin:/bin", NULL};
         struct spawn_opts o = {.argv = argv, .envp = envp, .cwd = "/", .keep_fd = -1};
         struct spawn_result res;
         struct sbx_error err = {0};
+        struct local_removal *r;
 
         o.who = geteuid() == 0 ? &b->who : NULL;
-        if (spawn_start(&o, &res, &err) < 0) {
+        if (!b->fresh || spawn_start(&o, &res, &err) < 0) {
                 sbx_error_clear(&err);
+                if (done)
+                        done(ctx);
                 return;
         }
         close(res.stdout_fd);
         if (res.stderr_fd >= 0)
                 close(res.stderr_fd);
+        if (!done)
+                return;
+        r = xcalloc(1, sizeof(*r));
+        *r = (struct local_removal){.pid = res.pid, .done = done, .ctx = ctx};
+        list_add_tail(&local.removals, &r->node);
 }
 
 struct local_destroy {
@@ -737,7 +824,7 @@ local_stopped_cb(void *ctx)
         struct local_destroy *d = ctx;
 
         if (d->b->fresh)
-                local_remove_fresh(d->b);
+                local_remove_fresh(d->b, NULL, NULL);
         local_sb_free(d->b);
         d->cb(d->ctx, NULL);
         free(d);
@@ -764,21 +851,15 @@ local_cancelled_error(struct sbx_error *err, const char *id)
                       "creating sandbox %s was cancelled", id);
 }
 
-/* A cancelled isolated create: its namespaces are gone (every process in them reaped). */
+/* A cancelled isolated create: its namespaces are gone (every process in them reaped); the
+ * workdir made for it goes before the create ends. */
 static void
 local_ns_cancelled_cb(void *ctx)
 {
         struct local_create *lc = ctx;
-        struct sbx_error err = {0};
 
-        local_cancelled_error(&err, lc->b->id);
-        if (lc->b->fresh)
-                local_remove_fresh(lc->b);
-        local_sb_free(lc->b);
-        lc->cb(lc->ctx, NULL, NULL, &err);
-        sbx_error_clear(&err);
-        json_decref(lc->enforced);
-        free(lc);
+        local_cancelled_error(&lc->err, lc->b->id);
+        local_create_undo(lc);
 }
 
 /* backend_ops.cancel: a create still checking its workdir stops its helper; one starting its

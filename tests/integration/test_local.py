@@ -178,6 +178,34 @@ class HungWorkdir(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(d.state, "sandboxes", sb["id"])),
                          os.listdir(os.path.join(d.state, "sandboxes")))
 
+    def test_client_gone_while_the_namespaces_start(self):
+        # The sandbox's set-up (its PID 1, as nobody) opens a writable path on the mount and
+        # waits there: the create is past its checks, starting its namespaces.
+        mount = HungMount(NOBODY)
+        self.addCleanup(lambda: mount.fd is None or mount.close())
+        d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n"
+                   "[backend.local]\nwritable_paths = %s\n" % os.path.join(mount.dir, "w"))
+        os.chmod(d.dir, 0o755)
+        self.addCleanup(d.stop)
+        c = client_as(d.socket, NOBODY)
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": {"backend": "local", "local": {"isolation": "namespaces"}}})
+        pid1 = mount.next_request()[6]
+        other = client_as(d.socket, NOBODY)
+        self.addCleanup(other.close)
+        [sb] = other.call("sandbox.list")["sandboxes"]
+        state = os.path.join(d.state, "sandboxes", sb["id"])
+        self.assertTrue(os.path.isdir(os.path.join(state, "work")))  # made for it
+        c.close()
+        until(lambda: not other.call("sandbox.list")["sandboxes"], d.read_log)
+        self.assertIn("its client disconnected while it was being created: cancelling",
+                      d.read_log())
+        # Its set-up was killed and the workdir made for it removed before the create ended.
+        self.assertFalse(os.path.exists(state), [(r, ds, fs) for r, ds, fs in os.walk(state)])
+        self.assertTrue(killed(pid1), "the sandbox's PID 1 (%d) was not killed" % pid1)
+        mount.close()
+        until(lambda: not alive(pid1), lambda: "the sandbox's PID 1 %d still runs" % pid1)
+
     def test_client_gone_during_the_check_on_the_host(self):
         self.client_gone("none")
 
