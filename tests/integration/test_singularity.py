@@ -2,6 +2,7 @@
 test_singularity_fake.py): instances, the agent in them, the SIF cache, the environment rules,
 restarts. Every case of issue 14's Tests section is here."""
 import hashlib
+import json
 import os
 import subprocess
 import time
@@ -274,6 +275,27 @@ class SingularityTest(FakeDaemonTest):
             self.assertIn("result", r, r)
         builds = [c for c in self.fake.calls("build") if c["argv"][-1] == ref]
         self.assertEqual(len(builds), 1, builds)
+
+    def test_client_gone_during_the_build(self):
+        """A create whose client disconnects while its SIF builds is cancelled: nothing is
+        listed and no instance is started (the build itself goes on, for the cache)."""
+        ref = "docker://busybox:abandoned"
+        self.fake.hook("hold-build")
+        self.addCleanup(self.fake.unhook, "hold-build")
+        c = self.daemon.client()
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": dict(SPEC, image=ref, name="gone")})
+        while True:  # the create has reached the build, which waits for the hook
+            m = c.read(60)
+            if m.get("method") == "sandbox.progress" and m["params"]["phase"] == "build":
+                break
+            self.assertNotIn("result", m, m)
+        c.close()
+        wait_for(lambda: "its client disconnected while it was being created: cancelling"
+                 in self.daemon.read_log(), "the cancel")
+        wait_for(lambda: not self.c.call("sandbox.list")["sandboxes"], "the create's end")
+        self.fake.unhook("hold-build")
+        self.assertEqual([i for i in self.fake.instances() if "gone" in json.dumps(i)], [])
 
     def test_purged_and_corrupted_entries_are_rebuilt(self):
         ref = "docker://busybox:damaged"
