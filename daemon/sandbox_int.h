@@ -1,6 +1,13 @@
 /* sandbox_int.h — what the pieces of the sandbox module (daemon/sandbox*.c) share: a create in
  * progress, the registry's lists, and the functions one file calls in another. Internal to
- * daemon/sandbox*.c; the API is sandbox.h. Loop thread only. */
+ * daemon/sandbox*.c; the API is sandbox.h. Loop thread only.
+ *
+ * Files: sandbox.c (the registry: identity, references, lookup, the sandbox object, waiters,
+ * expiry, sandbox.list/get), sandbox_params.c (create params, reuse by name),
+ * sandbox_create.c (judgement, approval, the backend's create and its cancel, sandbox.create,
+ * the default sandbox), sandbox_preview.c (what policy.check judges against before a sandbox
+ * exists), sandbox_budget.c (the docker per-uid budget), sandbox_destroy.c (destroy, shutdown),
+ * sandbox_adopt.c (re-adoption, recreate). sandbox_policy.c is the container checks' context. */
 #ifndef SANDBOXD_SANDBOX_INT_H
 #define SANDBOXD_SANDBOX_INT_H
 
