@@ -131,7 +131,8 @@ file_judge_cb(void *ctx, const struct backend_file_target *t, backend_verdict_cb
         struct sandbox *sb = op->sb;
         struct policy_ctx pctx = {.backend = sb->ops->name,
                                   .host_access = sb->host_access,
-                                  .home = sb->who.home,
+                                  .home = sandbox_home(sb), /* the remote's on ssh */
+                                  .home_unknown = !sandbox_home(sb),
                                   .env = sb->shell_env ? sb->shell_env : sb->env,
                                   .protected_paths = g.protected_paths,
                                   .workspace = sb->workdir};

@@ -442,6 +442,23 @@ static const char *const startup_dirs[] = {"/.config/autostart/",
                                            NULL};
 /* Below home: directories a login's PATH puts in front of /usr/bin (Debian's .profile). */
 static const char *const startup_home[] = {"bin", ".local/bin", NULL};
+
+/* With the home not known (ctx->home_unknown), a file in any DIR/bin or DIR/.local/bin may be
+ * in the PATH of that home: judged as one. */
+static bool
+startup_unknown_home(struct eval *ev, const char *p)
+{
+        char pat[32];
+
+        if (!ev->ctx || !ev->ctx->home_unknown)
+                return false;
+        for (const char *const *d = startup_home; *d; d++) {
+                snprintf(pat, sizeof(pat), "/%s/", *d);
+                if (strstr(p, pat))
+                        return true;
+        }
+        return false;
+}
 static const char *const startup_abs[] = {"/etc/profile",
                                           "/etc/profile.d",
                                           "/etc/bash.bashrc",
@@ -499,6 +516,8 @@ is_startup(struct eval *ev, const char *key, const char *p)
         if (strstr(key, "/site-packages/") && kl > 4 && !strcmp(key + kl - 4, ".pth"))
                 return true;
         const char *homes[] = {ev->home, ev->acct_home};
+        if (p && startup_unknown_home(ev, p))
+                return true;
         for (size_t i = 0; p && i < ARRAY_SIZE(homes); i++) {
                 const char *h = homes[i];
                 for (const char *const *d = startup_home; h && *d; d++) {

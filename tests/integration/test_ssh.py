@@ -6,6 +6,7 @@ restarted while a remote command runs, and plain exec channels where no agent ru
 When sshd cannot run here every test FAILS (never skips), naming the setup step.
 """
 import base64
+import json
 import os
 import shutil
 import signal
@@ -782,7 +783,8 @@ class SshAgentAuth(unittest.TestCase):
             os.chown(path, NOBODY, NOBODY)
         cls.daemon = class_resource(cls, Daemon, "[daemon]\nallow_users = nobody\n"
                                     "socket_group = nogroup\n" +
-                                    cls.env.config("", "client_hosts = 127.0.0.1\n"))
+                                    cls.env.config("", "client_hosts = 127.0.0.1\n"
+                                              "ask_isolated = ask\n"))
         os.chmod(cls.daemon.dir, 0o755)
 
     @classmethod
@@ -1068,7 +1070,8 @@ class SshRemoteHome(unittest.TestCase):
     """The policy judges an ssh exec with the HOME it really gets there (the remote account's,
     here a directory of the test's: sshd sets HOME), not the caller's local one (nobody's,
     /nonexistent); before the sandbox exists (policy.check's preview) that home is unknown and
-    a change to a path that may be it is asked, never allowed. Root daemon, caller nobody."""
+    a change to a path that may be it is asked, never allowed. Root daemon, caller nobody;
+    ask_isolated = ask, so that what is asked is settled (nobody approves: denied)."""
 
     @classmethod
     def setUpClass(cls):
@@ -1084,7 +1087,8 @@ class SshRemoteHome(unittest.TestCase):
                    "identity_file": key, "host_key_policy": "accept-new"}
         cls.d = class_resource(cls, Daemon, "[daemon]\nallow_users = nobody\n"
                                "socket_group = nogroup\n" +
-                               cls.env.config("", "client_hosts = 127.0.0.1\n"))
+                               cls.env.config("", "client_hosts = 127.0.0.1\n"
+                                              "ask_isolated = ask\n"))
         os.chmod(cls.d.dir, 0o755)
 
     def test_judged_with_the_remote_home(self):
@@ -1093,17 +1097,27 @@ class SshRemoteHome(unittest.TestCase):
             f.write("x")
         moves = ["mv %s %s.gone" % (h, h), "rsync -a --delete %s/ %s/" % (self.env.dir, h),
                  "rm -rf %s" % h]
-        calls = [["policy.check", {"command": c, "backend": "ssh"}] for c in moves]
+        put = "echo x > %s/.local/bin/ls" % h  # a start-up file of the remote home
+        calls = [["policy.check", {"command": put, "backend": "ssh"}],
+                 ["policy.check", {"command": put, "backend": "local"}]]
+        calls += [["policy.check", {"command": c, "backend": "ssh"}] for c in moves]
         calls += [["sandbox.create", {"backend": "ssh", "name": "rh", "ssh": self.ssh}],
                   ["exec", {"sandbox": "rh", "argv": ["sh", "-c", "echo $HOME"]}]]
         calls += [["policy.check", {"command": c, "sandbox": "rh"}] for c in moves]
         # The first command of the sandbox (no shell state yet), as the agent would send it.
         calls += [["exec", {"sandbox": "rh", "command": moves[0]}],
                   ["exec", {"sandbox": "rh", "command": "cd; rm -rf *"}],
+                  # A program in the remote home's PATH directories is a start-up file there.
+                  ["file.write", {"sandbox": "rh", "path": h + "/.local/bin/ls", "data": "x",
+                                  "mkdir": True}],
                   ["sandbox.destroy", {"id": "rh"}]]
         res = as_nobody(self.d.socket, calls)
-        preview, made, (echo,), checks, execs = (res[:3], res[3:4][0], res[4:5], res[5:8],
-                                                 res[8:10])
+        for r, want in zip(res[:2], ("ask", "allow")):  # local: nobody's home is elsewhere
+            self.assertEqual(r["result"]["verdict"], want, r)
+        self.assertIn("write.startup", json.dumps(res[0]), res[0])
+        res = res[2:]
+        preview, made, (echo,), checks, execs, (put,) = (res[:3], res[3], res[4:5], res[5:8],
+                                                         res[8:10], res[10:11])
         for c, r in zip(moves, preview):
             r = r["result"]
             self.assertEqual(r["verdict"], "ask", (c, r))
@@ -1117,7 +1131,10 @@ class SshRemoteHome(unittest.TestCase):
         for r in execs:
             self.assertEqual(r.get("error", {}).get("code"), -32001, r)
             self.assertEqual(r["error"]["data"]["verdict"], "deny", r)
+        self.assertEqual(put.get("error", {}).get("code"), -32001, put)
+        self.assertIn("write.startup", json.dumps(put["error"]["data"]), put)
         self.assertIn("keep", os.listdir(h))  # nothing of it was touched
+        self.assertFalse(os.path.exists(h + "/.local/bin/ls"))
         self.assertFalse(os.path.exists(h + ".gone"))
 
 

@@ -170,6 +170,10 @@ START_TEST(test_unknown_home)
         policy_eval_command(pol, &ctx, "rm -rf ~", &r);
         ck_assert(policy_test_has_rule(&r, "floor.rm-home"));
         policy_result_clear(&r);
+        /* A program put where that home's PATH may look is a start-up file. */
+        policy_eval_command(pol, &ctx, "echo x > /srv/agent/.local/bin/ls", &r);
+        ck_assert_msg(policy_test_has_rule(&r, "write.startup"), "%s", policy_test_describe(&r));
+        policy_result_clear(&r);
         json_decref(env);
 }
 END_TEST
