@@ -12,19 +12,27 @@
 /* A function the session shell itself runs (no subshell: a fork of the shell costs as much as
  * a third of the wrapper), so it keeps the session shell as it was: every redirection is
  * scoped to a command (fd 5 the exec's stderr and fd 2 /dev/null are the call's), `return`,
- * never `exit`, and the caller removes the variables and functions. Nothing dups fd 0 in the
- * session shell (bash 5.2 reading its commands from a pipe crashes on `4<&0` while its stdin
- * is redirected): the relay opens the input FIFO again as /proc/$$/fd/0, since an
- * asynchronous list's own fd 0 is /dev/null in dash. The
- * variables n d p s b c i m are set before it, its arguments are the environment, then argv.
- * bash and dash report a child killed by a signal on the shell's fd 2 ("line 52: 7402 Killed
- * ( read -r q …"), which is /dev/null here, not the command's output. A redirection that
- * fails on a special built-in ends a non-interactive dash, so files are tested first and the
- * guard is created by `true`. Every external program costs a fork and an exec in the sandbox,
- * so there are few: setsid and env (and mkdir once, mkfifo for a relay, od for the state); the
- * files are removed later, in batches, by the backend (daytona_cmd_cleanup). setsid and env
- * run with LC_ALL=C: neither then loads the sandbox's locale (a quarter of their start-up), and
- * env -i drops it for the command. */
+ * never `exit`, options (noclobber, monitor) and the working directory are restored, and the
+ * caller removes the variables and functions. Nothing dups fd 0 in the session shell (bash 5.2
+ * reading its commands from a pipe crashes on `4<&0` while its stdin is redirected): the relay
+ * opens the input FIFO again as /proc/$$/fd/0, since an asynchronous list's own fd 0 is
+ * /dev/null in dash. The variables n d p s b c i m j __sbx_u are set before it, its arguments
+ * are the environment, then argv. bash and dash report a child killed by a signal on the
+ * shell's fd 2 ("line 52: 7402 Killed ( read -r q …"), which is /dev/null here, not the
+ * command's output. A redirection that fails on a special built-in ends a non-interactive
+ * dash, so files are tested first and the guard is created by `true`. Every external program
+ * costs a fork and an exec in the sandbox (each about as much as the rest of the wrapper), so
+ * there are few: mkdir once, mkfifo for a relay, od for the state, and the command's own.
+ *   bash (the session shell of Daytona's toolbox whenever the sandbox has it), with an
+ *   environment of plain names (j=1): the command is a job started with job control on
+ *   (`set -m` for that one `&`: its own process group, the group the tree kill signals, and
+ *   SIGINT/SIGQUIT not ignored as for a background job without job control), whose subshell
+ *   unexports everything and exports the exec's variables with builtins before `exec`, so it
+ *   gets exactly them (bash adds no _, SHLVL or PWD to a subshell's exec);
+ *   otherwise (dash, a BASH_FUNC_ or other name bash cannot export, one of bash's own
+ *   variables, no PATH): `setsid env -i ENV… ARGV…` in a child, as before; setsid and env run
+ *   with LC_ALL=C (neither then loads the sandbox's locale, and env -i drops it).
+ * The files are removed later, in batches, by the backend (daytona_cmd_cleanup). */
 static const char daytona_cmd_body[] =
         "__sbx_e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
         "__sbx_w() {\n"
@@ -52,16 +60,27 @@ static const char daytona_cmd_body[] =
         "esac; done) </proc/$$/fd/0 >\"$f\" 5>&- &\n"
         "   r=$! ;;\n"
         "esac\n"
-        "S=\n"
-        "command -v setsid >/dev/null 2>&1 && S=setsid\n"
-        "if [ \"$m\" = 1 ]; then\n"
-        "  (exec 2>&1 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
-        "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
+        "E=5\n"
+        "[ \"$m\" = 1 ] && E=1\n"
+        "if [ \"$j\" = 1 ] && [ -n \"${BASH_VERSION-}\" ]; then\n"
+        /* bash: a job of its own (its pid is its process group), the environment set by
+         * builtins in the job's subshell (eval: dash never parses $__sbx_u) */
+        "  S=\n"
+        "  case $- in *m*) ;; *) S=1; set -m;; esac\n"
+        "  (eval \"$__sbx_u\"; while case $1 in *=*) ;; *) false;; esac; do export \"$1\"; "
+        "shift; done; exec 2>&$E 5>&-; exec \"$@\") <\"$f\" &\n"
+        "  q=$!\n"
+        "  [ -z \"$S\" ] || set +m\n"
+        "  echo \"$q\" >>\"$p\"\n"
+        /* a signal trapped by the session shell ends wait early, not the job */
+        "  while wait \"$q\"; t=$?; [ \"$t\" -gt 128 ] && kill -0 \"$q\" 2>/dev/null; do :; done\n"
         "else\n"
-        "  (exec 2>&5 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >\"$p\"; "
+        "  S=\n"
+        "  command -v setsid >/dev/null 2>&1 && S=setsid\n"
+        "  (exec 2>&$E 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >>\"$p\"; "
         "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
+        "  t=$?\n"
         "fi\n"
-        "t=$?\n"
         "cd \"$w\"\n"
         "[ -n \"$r\" ] && kill \"$r\"\n"
         /* The pid may be reused now: a kill from here on finds no tree. The file stays as the
@@ -76,7 +95,7 @@ static const char daytona_cmd_body[] =
 /* The call of the function, and what the session shell keeps of it afterwards: nothing. */
 static const char daytona_cmd_tail[] = " 5>&2 2>/dev/null\n"
                                        "unset -f __sbx_w __sbx_e\n"
-                                       "unset n d p s b c i m x a w o r f S q t\n";
+                                       "unset n d p s b c i m j x a w o r f E S q t __sbx_u\n";
 
 /* Appends s in single quotes ('\'' for a quote inside). */
 void
@@ -89,6 +108,64 @@ daytona_cmd_quote(struct buf *b, const char *s)
         }
         buf_append(b, s, strlen(s));
         buf_append(b, "'", 1);
+}
+
+/* bash's own variables that a job's `export NAME=VALUE` would not pass on as they are
+ * (readonly, dynamic, arrays, ones that change the shell: its program lookup, its fds): an
+ * exec whose environment names one of them, a name that is no shell name (BASH_FUNC_f%%), or
+ * no PATH (env(1) searches its default path, bash the session's) gets env -i. Besides these,
+ * every name that starts with BASH but BASH_ENV, which only a starting bash reads. */
+static const char *const daytona_cmd_bash_vars[] = {
+        "_",          "COMP_WORDS",    "COMPREPLY",    "COPROC",
+        "DIRSTACK",   "EPOCHREALTIME", "EPOCHSECONDS", "EUID",
+        "EXECIGNORE", "FUNCNAME",      "GROUPS",       "HISTCMD",
+        "LINENO",     "MAPFILE",       "PIPESTATUS",   "POSIXLY_CORRECT",
+        "PPID",       "RANDOM",        "SECONDS",      "SHELLOPTS",
+        "SRANDOM",    "UID",
+};
+
+static bool
+daytona_cmd_name_plain(const char *kv)
+{
+        size_t n = strcspn(kv, "=");
+
+        if (!kv[n] || !shell_name_valid(kv, n))
+                return false;
+        if (!strncmp(kv, "BASH", 4) && strncmp(kv, "BASH_ENV=", 9))
+                return false;
+        for (size_t i = 0; i < ARRAY_SIZE(daytona_cmd_bash_vars); i++)
+                if (strlen(daytona_cmd_bash_vars[i]) == n &&
+                    !memcmp(kv, daytona_cmd_bash_vars[i], n))
+                        return false;
+        return true;
+}
+
+/* Whether a bash session shell may give the exec its environment itself (1) instead of
+ * env -i (0). */
+static int
+daytona_cmd_env_plain(char *const *envp)
+{
+        bool path = false;
+
+        for (char *const *e = envp; e && *e; e++) {
+                if (!daytona_cmd_name_plain(*e))
+                        return 0;
+                path = path || !strncmp(*e, "PATH=", 5);
+        }
+        return path;
+}
+
+/* The bash text that unexports every variable of the job's subshell: ${!X@} are the names
+ * that start with X, for every X a name can start with (no fork, no file). */
+static void
+daytona_cmd_unexport(struct buf *b)
+{
+        static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+
+        buf_appendf(b, "__sbx_u='IFS=\\ ; export -n");
+        for (const char *c = first; *c; c++)
+                buf_appendf(b, " ${!%c@}", *c);
+        buf_appendf(b, "'\n");
 }
 
 static void
@@ -124,7 +201,9 @@ daytona_cmd_build(const struct daytona_cmd *c)
         daytona_cmd_var(&b, "s", c->state);
         daytona_cmd_var(&b, "b", init);
         daytona_cmd_var(&b, "c", c->cwd);
-        buf_appendf(&b, "i=%c\nm=%d\n__sbx_w", modes[c->in], c->merge_stderr ? 1 : 0);
+        daytona_cmd_unexport(&b);
+        buf_appendf(&b, "i=%c\nm=%d\nj=%d\n__sbx_w", modes[c->in], c->merge_stderr ? 1 : 0,
+                    daytona_cmd_env_plain(c->envp));
         for (char *const *e = c->envp; e && *e; e++) {
                 buf_append(&b, " ", 1);
                 daytona_cmd_quote(&b, *e);

@@ -13,8 +13,9 @@
  *     FIFO line by line, decodes each numbered "d<n> <printf %b escapes>" line into a pipe and
  *     ends at an "e<n>" line, so stdin is binary-safe, has an EOF and survives a retried input
  *     request although the API's input has none of that;
- *   - starts the command in a session of its own (setsid when there is one) with only the
- *     exec's environment (env -i), its pid in <dir>/<exec_id>.pid for the tree kill;
+ *   - starts the command in a process group of its own with only the exec's environment: in
+ *     bash a job (set -m) whose subshell sets the environment with builtins, else setsid (when
+ *     there is one) and env -i; its pid in <dir>/<exec_id>.pid for the tree kill;
  *   - writes the end markers of daytona_log.h, with the command's $? and the shell state (od).
  */
 #ifndef SANDBOXD_DAYTONA_CMD_H

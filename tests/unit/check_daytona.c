@@ -7,6 +7,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,18 +280,20 @@ slurp(const char *path, char *buf, size_t size)
         fclose(f);
 }
 
-/* Runs text with shell the way a Daytona session does: the shell reads its commands from a
- * pipe and sources the text from a file, its stdin redirected to in_path; returns the labelled
- * log. The session shell's state (cwd, options, functions, variables, open files) is the same
- * after the text as before it. */
-static void
-run_wrapper(const char *shell, const char *text, const char *in_path, struct buf *log)
-{
-        char path[128], script[1024], before[4096], after[4096];
-        int o[2], e[2], s[2], fds[2];
-        struct buf out[2] = {{0}, {0}};
-        FILE *f;
+/* A session shell running a wrapper text (run_start, run_finish). */
+struct session {
         pid_t pid;
+        int out, err;
+};
+
+/* Starts text with shell the way a Daytona session does: the shell reads its commands from a
+ * pipe and sources the text from a file, its stdin redirected to in_path. */
+static void
+run_start(struct session *ss, const char *shell, const char *text, const char *in_path)
+{
+        char path[128], script[1024];
+        int o[2], e[2], s[2];
+        FILE *f;
 
         snprintf(path, sizeof(path), "%s/cmd.sh", tmpdir);
         f = fopen(path, "w");
@@ -298,15 +301,17 @@ run_wrapper(const char *shell, const char *text, const char *in_path, struct buf
         fputs(text, f);
         fclose(f);
         snprintf(script, sizeof(script),
-                 "P() { pwd; set -o | grep noclobber; command -v __sbx_w __sbx_e; "
-                 "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}\"; ls /proc/$$/fd; }\n"
+                 "P() { pwd; set -o | grep -E 'noclobber|monitor'; command -v __sbx_w __sbx_e; "
+                 "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}${j-}${E-}${__sbx_u-}\"; "
+                 "ls /proc/$$/fd; export -p | grep -v -e ' _=' -e ' OLDPWD'; }\n"
+                 "trap 'echo >%s/trapped' TERM\n" /* as Daytona's wrapper traps TERM */
                  "P >%s/probe.1 2>&1\n{ . %s; } <%s\nP >%s/probe.2 2>&1\n",
-                 tmpdir, path, in_path ? in_path : "/dev/null", tmpdir);
+                 tmpdir, tmpdir, path, in_path ? in_path : "/dev/null", tmpdir);
         ck_assert_int_eq(pipe(o), 0);
         ck_assert_int_eq(pipe(e), 0);
         ck_assert_int_eq(pipe(s), 0);
-        pid = fork();
-        if (pid == 0) {
+        ss->pid = fork();
+        if (ss->pid == 0) {
                 dup2(s[0], 0);
                 dup2(o[1], 1);
                 dup2(e[1], 2);
@@ -319,12 +324,25 @@ run_wrapper(const char *shell, const char *text, const char *in_path, struct buf
         close(s[1]);
         close(o[1]);
         close(e[1]);
-        fds[0] = o[0];
-        fds[1] = e[0];
+        ss->out = o[0];
+        ss->err = e[0];
+}
+
+/* Reads the session shell's output to its end and returns it labelled. The session shell's
+ * state (cwd, options, functions, variables, exports, open files) is the same after the text
+ * as before it, and nothing reached its stderr after the wrapper's marker (a job notice
+ * would). */
+static void
+run_finish(struct session *ss, struct buf *log)
+{
+        char path[128], before[16384], after[16384];
+        struct buf out[2] = {{0}, {0}};
+        int fds[2] = {ss->out, ss->err};
+
         read_both(fds, out);
-        close(o[0]);
-        close(e[0]);
-        waitpid(pid, NULL, 0);
+        close(ss->out);
+        close(ss->err);
+        waitpid(ss->pid, NULL, 0);
         snprintf(path, sizeof(path), "%s/probe.1", tmpdir);
         slurp(path, before, sizeof(before));
         snprintf(path, sizeof(path), "%s/probe.2", tmpdir);
@@ -332,6 +350,9 @@ run_wrapper(const char *shell, const char *text, const char *in_path, struct buf
         ck_assert_str_eq(after, before);
         buf_append(&out[0], "", 1);
         buf_append(&out[1], "", 1);
+        ck_assert_msg(out[1].len > sizeof(NONCE) &&
+                              !strcmp(out[1].data + out[1].len - sizeof(NONCE) - 1, NONCE "\n"),
+                      "stderr does not end with the marker: [%s]", out[1].data);
         label(log, 0, out[0].data);
         label(log, 1, out[1].data);
         buf_free(&out[0]);
@@ -343,11 +364,15 @@ struct wrun {
         struct got g;
 };
 
+/* Runs c in shell; during (not NULL), called once the command runs (its pid is in the pid
+ * file), gets the pid file. */
 static void
-wrun(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path)
+wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path,
+            void (*during)(const char *pidfile))
 {
         struct buf log = {0};
-        char *text;
+        struct session ss;
+        char *text, *pidfile;
 
         static char ids[16][16];
         static unsigned nid;
@@ -359,13 +384,28 @@ wrun(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_pa
                 c->exec_id = ids[nid++ % 16];
         }
         text = daytona_cmd_build(c);
-        run_wrapper(shell, text, in_path, &log);
+        pidfile = daytona_cmd_pidfile(c->dir, c->exec_id);
+        run_start(&ss, shell, text, in_path);
+        if (during) {
+                struct stat st;
+                while (stat(pidfile, &st) < 0 || st.st_size == 0)
+                        usleep(10000); /* bounded by the test's timeout */
+                during(pidfile);
+        }
+        run_finish(&ss, &log);
+        free(pidfile);
         memset(&w->g, 0, sizeof(w->g));
         daytona_log_init(&w->l, NONCE, got_cb, &w->g);
         daytona_log_feed(&w->l, log.data, log.len);
         ck_assert_msg(daytona_log_done(&w->l), "no markers in: %.*s", (int) log.len, log.data);
         free(text);
         buf_free(&log);
+}
+
+static void
+wrun(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path)
+{
+        wrun_during(w, shell, c, in_path, NULL);
 }
 
 static void
@@ -485,6 +525,182 @@ START_TEST(test_cmd_killed_says_nothing)
 }
 END_TEST
 
+static int
+cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The lines of s, sorted, one string (new). */
+static char *
+sorted_lines(const char *s)
+{
+        char *copy = xstrdup(s), *save = NULL, *lines[64];
+        size_t n = 0;
+        struct buf b = {0};
+
+        for (char *l = strtok_r(copy, "\n", &save); l && n < ARRAY_SIZE(lines);
+             l = strtok_r(NULL, "\n", &save))
+                lines[n++] = l;
+        qsort(lines, n, sizeof(*lines), cmp_str);
+        for (size_t i = 0; i < n; i++)
+                buf_appendf(&b, "%s\n", lines[i]);
+        buf_append(&b, "", 1);
+        free(copy);
+        return b.data;
+}
+
+/* The command's environment is the exec's and nothing else (not the session shell's exports,
+ * nor a PWD, SHLVL, _ or OLDPWD of bash's), however the wrapper gives it: by bash builtins when
+ * every name is plain (j=1), else env -i (a name that is no shell name, one of bash's own
+ * variables, no PATH). The order of the variables is not kept. */
+START_TEST(test_cmd_exact_env)
+{
+        static char *plain[] = {"PATH=/usr/bin:/bin",
+                                "MARK=it's \"quoted\"\nand two lines",
+                                "LANG=C.UTF-8",
+                                "BASH_ENV=/nonexistent",
+                                "Z_9=",
+                                "IFS=:",
+                                NULL};
+        static char *func[] = {"PATH=/usr/bin:/bin", "BASH_FUNC_f%%=() {  echo hi\n}", "A=1", NULL};
+        static char *own[] = {"PATH=/usr/bin:/bin", "UID=12345", "SECONDS=4", "BASHOPTS=x", NULL};
+        static char *nopath[] = {"A=1", NULL};
+        static const struct {
+                char **envp;
+                const char *mode;
+        } cases[] = {{plain, "\nj=1\n"}, {func, "\nj=0\n"}, {own, "\nj=0\n"}, {nopath, "\nj=0\n"}};
+        char *argv[] = {"/usr/bin/env", NULL};
+
+        for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+                struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = cases[k].envp};
+                struct buf want = {0};
+                struct wrun w;
+                char *text, *got, *exp;
+                c.nonce = NONCE;
+                c.dir = tmpdir;
+                c.exec_id = "p_env";
+                text = daytona_cmd_build(&c);
+                ck_assert_ptr_nonnull(strstr(text, cases[k].mode));
+                free(text);
+                c.exec_id = NULL;
+                wrun(&w, shells[_i], &c, NULL);
+                ck_assert_int_eq(w.l.status, 0);
+                for (char **e = cases[k].envp; *e; e++)
+                        buf_appendf(&want, "%s\n", *e);
+                buf_append(&w.g.out[0], "", 1);
+                got = sorted_lines(w.g.out[0].data);
+                exp = sorted_lines(want.data);
+                ck_assert_msg(!strcmp(got, exp), "case %zu: got\n%s\nwant\n%s", k, got, exp);
+                free(got);
+                free(exp);
+                buf_free(&want);
+                wrun_free(&w);
+        }
+}
+END_TEST
+
+/* The command is the leader of its own process group (the tree kill signals that group) and
+ * gets SIGINT at its default, not ignored as a shell does for a background job. */
+START_TEST(test_cmd_own_group)
+{
+        char *argv[] = {"/bin/sh", "-c",
+                        "read -r p c s pp g rest </proc/self/stat; "
+                        "[ \"$g\" = \"$$\" ] && echo own || echo \"pgid $g pid $$\"; "
+                        "kill -INT $$; echo INT-ignored",
+                        NULL};
+        struct daytona_cmd c = {.cwd = "/", .argv = argv, .envp = env_min};
+        struct wrun w;
+
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_msg(got_is(&w.g, 0, "own\n"), "%.*s", (int) w.g.out[0].len, w.g.out[0].data);
+        ck_assert_int_eq(w.l.status, 128 + 2);
+        wrun_free(&w);
+}
+END_TEST
+
+/* A signal the session shell traps (Daytona's wrapper traps TERM) while the command runs
+ * does not end the exec: its status is the command's. bash's `wait` returns at a trapped
+ * signal, so the command here waits until the session shell ran its trap; dash runs traps only
+ * after a foreground child, so there it just goes on. */
+START_TEST(test_cmd_session_signalled)
+{
+        char *wait_trap[] = {"/bin/sh", "-c",
+                             "kill -TERM $PPID; n=0; while [ ! -e trapped ] && [ $n -lt 3000 ]; "
+                             "do sleep 0.01; n=$((n+1)); done; exit 5",
+                             NULL};
+        char *go_on[] = {"/bin/sh", "-c", "kill -TERM $PPID; exit 5", NULL};
+        struct daytona_cmd c = {.cwd = tmpdir, .argv = _i ? wait_trap : go_on, .envp = env_min};
+        struct wrun w;
+
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+        ck_assert_int_eq(w.l.status, 5);
+        wrun_free(&w);
+}
+END_TEST
+
+static bool
+gone(const char *file)
+{
+        char path[256], line[512];
+        FILE *f;
+        int pid = 0;
+
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, file);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%d", &pid), 1);
+        fclose(f);
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (!(f = fopen(path, "r")))
+                return true;
+        line[0] = '\0';
+        ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+        fclose(f);
+        return strstr(line, ") Z ") != NULL;
+}
+
+static void
+kill_tree(const char *pidfile)
+{
+        char path[128], *cmd = daytona_cmd_kill("kill", SIGTERM, pidfile, 200);
+        FILE *f;
+        char out[32] = "";
+
+        snprintf(path, sizeof(path), "%s/c2", tmpdir);
+        while (access(path, F_OK) < 0)
+                usleep(10000); /* bounded by the test's timeout */
+        f = popen(cmd, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(out, sizeof(out), f));
+        pclose(f);
+        ck_assert_str_eq(out, "0\n"); /* no survivors */
+        free(cmd);
+}
+
+/* The timeout's tree kill (remote_sh_kill through daytona_cmd_kill) ends every process of the
+ * command, ones that ignore TERM and HUP and one whose parent ended (reparented, found by the
+ * command's process group), and not the session shell, which writes the markers. */
+START_TEST(test_cmd_tree_kill)
+{
+        char *argv[] = {"/bin/sh", "-c",
+                        "trap '' HUP TERM; (trap '' HUP TERM; exec sleep 60) & echo $! >c1; "
+                        "(sh -c 'trap \"\" HUP TERM; exec sleep 61' & echo $! >c2.t; mv c2.t c2); "
+                        "wait",
+                        NULL};
+        struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_min};
+        struct wrun w;
+
+        wrun_during(&w, shells[_i], &c, NULL, kill_tree);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+        ck_assert_int_eq(w.l.status, 128 + 9);
+        ck_assert(gone("c1"));
+        ck_assert(gone("c2"));
+        wrun_free(&w);
+}
+END_TEST
+
 START_TEST(test_cmd_stdin_file_and_relay)
 {
         char *cat[] = {"/bin/sh", "-c", "od -An -tx1 -v | tr -d ' \\n'", NULL};
@@ -544,6 +760,10 @@ daytona_suite(void)
         tcase_add_loop_test(tw, test_cmd_state_merge_and_failures, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_killed_says_nothing, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_exact_env, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_own_group, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_tree_kill, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_session_signalled, 0, ARRAY_SIZE(shells));
         tcase_set_timeout(tw, 60);
         suite_add_tcase(s, tw);
         return s;
