@@ -67,8 +67,9 @@ static const char daytona_cmd_body[] =
          * builtins in the job's subshell (eval: dash never parses $__sbx_u) */
         "  S=\n"
         "  case $- in *m*) ;; *) S=1; set -m;; esac\n"
-        "  (eval \"$__sbx_u\"; while case $1 in *=*) ;; *) false;; esac; do export \"$1\"; "
-        "shift; done; exec 2>&$E 5>&-; exec \"$@\") <\"$f\" &\n"
+        /* the fds first: the exec's variables may be named E (or f, S, q…) */
+        "  (exec 2>&$E 5>&-; { eval \"$__sbx_u\"; while case $1 in *=*) ;; *) false;; esac; "
+        "do export \"$1\"; shift; done; } 2>/dev/null; exec \"$@\") <\"$f\" &\n"
         "  q=$!\n"
         "  [ -z \"$S\" ] || set +m\n"
         "  echo \"$q\" >>\"$p\"\n"

@@ -417,6 +417,14 @@ wrun_free(struct wrun *w)
 
 static const char *const shells[] = {"/bin/sh", "/bin/bash"};
 static char *env_min[] = {"PATH=/usr/bin:/bin", "MARK=it's \"quoted\"\nand two lines", NULL};
+/* With the names of the wrapper's own variables: the exec's, not the wrapper's. */
+static char *env_names[] = {"PATH=/usr/bin:/bin",
+                            "MARK=it's \"quoted\"\nand two lines",
+                            "E=1",
+                            "f=/nonexistent",
+                            "S=setsid",
+                            "q=1",
+                            NULL};
 
 START_TEST(test_cmd_runs_command)
 {
@@ -425,7 +433,7 @@ START_TEST(test_cmd_runs_command)
                         "[ -z \"${LC_ALL+x}\" ] || echo \"LC_ALL leaked\" >&2; "
                         "pwd >pwd.txt; env | grep -c . >count.txt; exit 3",
                         NULL};
-        struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_min};
+        struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_names};
         struct wrun w;
         char path[128], buf[256] = "";
         FILE *f;
@@ -441,14 +449,15 @@ START_TEST(test_cmd_runs_command)
         ck_assert_uint_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
         fclose(f);
         ck_assert_str_eq(buf, "it's \"quoted\"\nand two lines\n");
-        /* Only the exec's environment (PATH, MARK and the shell's own PWD/SHLVL/_). */
+        /* Only the exec's environment (PATH, MARK, E, f, S, q and the shell's own
+         * PWD/SHLVL/_). */
         snprintf(path, sizeof(path), "%s/count.txt", tmpdir);
         f = fopen(path, "r");
         ck_assert_ptr_nonnull(f);
         int lines = 0;
         ck_assert_int_eq(fscanf(f, "%d", &lines), 1);
         fclose(f);
-        ck_assert_int_le(lines, 7);
+        ck_assert_int_le(lines, 11);
         /* The pid file stays as the guard, emptied: a late kill finds no tree to kill. */
         snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, c.exec_id);
         struct stat st;
