@@ -303,7 +303,8 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
         snprintf(script, sizeof(script),
                  "P() { pwd; set -o | grep -E 'noclobber|monitor'; command -v __sbx_w __sbx_e; "
                  "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}${j-}${E-}${__sbx_u-}\"; "
-                 "ls /proc/$$/fd; export -p | grep -v -e ' _=' -e ' OLDPWD'; }\n"
+                 "ls /proc/$$/fd; export -p | grep -v -e ' _=' -e ' OLDPWD'; "
+                 "grep -E '^Sig(Ign|Cgt)' /proc/$$/status; }\n"
                  "trap 'echo >%s/trapped' TERM\n" /* as Daytona's wrapper traps TERM */
                  "P >%s/probe.1 2>&1\n{ . %s; } <%s\nP >%s/probe.2 2>&1\n",
                  tmpdir, tmpdir, path, in_path ? in_path : "/dev/null", tmpdir);
@@ -329,9 +330,10 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
 }
 
 /* Reads the session shell's output to its end and returns it labelled. The session shell's
- * state (cwd, options, functions, variables, exports, open files) is the same after the text
- * as before it, and nothing reached its stderr after the wrapper's marker (a job notice
- * would). */
+ * state (cwd, options, functions, variables, exports, open files, ignored and caught signals;
+ * not the blocked ones: job control unblocks what the shell inherited blocked) is the same
+ * after the text as before it, and nothing reached its stderr after the wrapper's marker (a
+ * job notice would). */
 static void
 run_finish(struct session *ss, struct buf *log)
 {
