@@ -331,8 +331,8 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
 
 /* Reads the session shell's output to its end and returns it labelled. The session shell's
  * state (cwd, options, functions, variables, exports, open files, ignored and caught signals;
- * not the blocked ones: job control unblocks what the shell inherited blocked) is the same
- * after the text as before it, and nothing reached its stderr after the wrapper's marker (a
+ * not the blocked ones, which depend on the moment the probe reads them) is the same after
+ * the text as before it, and nothing reached its stderr after the wrapper's marker (a
  * job notice would). */
 static void
 run_finish(struct session *ss, struct buf *log)
