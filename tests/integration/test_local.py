@@ -72,7 +72,7 @@ def alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the open and the read
         return False
 
 
