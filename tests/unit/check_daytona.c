@@ -334,6 +334,27 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
  * not the blocked ones, which depend on the moment the probe reads them) is the same after
  * the text as before it, and nothing reached its stderr after the wrapper's marker (a
  * job notice would). */
+/* Clears SIGINT in a probe's SigCgt line. bash 5.2 installs its own SIGINT handler while it
+ * waits for a job (wait_sigint_handler) and now and then (1 run in ~40 here) leaves it in place
+ * after the wait. Nothing the daemon does sends the session shell SIGINT (the tree kill signals
+ * the command's process group), so that one bit is not compared; every other disposition is. */
+static void
+sigint_caught_unmark(char *probe)
+{
+        char *line = strstr(probe, "SigCgt:\t");
+        unsigned long long mask;
+        char *end;
+
+        if (!line)
+                return;
+        mask = strtoull(line + 8, &end, 16);
+        if (end - (line + 8) == 16) {
+                char next = *end; /* snprintf's NUL goes over it */
+                snprintf(line + 8, 17, "%016llx", mask & ~(1ULL << (SIGINT - 1)));
+                *end = next;
+        }
+}
+
 static void
 run_finish(struct session *ss, struct buf *log)
 {
@@ -349,6 +370,8 @@ run_finish(struct session *ss, struct buf *log)
         slurp(path, before, sizeof(before));
         snprintf(path, sizeof(path), "%s/probe.2", tmpdir);
         slurp(path, after, sizeof(after));
+        sigint_caught_unmark(before);
+        sigint_caught_unmark(after);
         ck_assert_str_eq(after, before);
         buf_append(&out[0], "", 1);
         buf_append(&out[1], "", 1);
