@@ -73,8 +73,10 @@ static const char daytona_cmd_body[] =
         "  q=$!\n"
         "  [ -z \"$S\" ] || set +m\n"
         "  echo \"$q\" >>\"$p\"\n"
-        /* a signal trapped by the session shell ends wait early, not the job */
+        /* a signal trapped by the session shell ends wait early, not the job; if the job
+         * ended meanwhile (reaped already: kill -0 fails), bash kept its status for a wait */
         "  while wait \"$q\"; t=$?; [ \"$t\" -gt 128 ] && kill -0 \"$q\" 2>/dev/null; do :; done\n"
+        "  [ \"$t\" -gt 128 ] && { wait \"$q\"; u=$?; [ \"$u\" = 127 ] || t=$u; }\n"
         "else\n"
         "  S=\n"
         "  command -v setsid >/dev/null 2>&1 && S=setsid\n"
@@ -96,7 +98,7 @@ static const char daytona_cmd_body[] =
 /* The call of the function, and what the session shell keeps of it afterwards: nothing. */
 static const char daytona_cmd_tail[] = " 5>&2 2>/dev/null\n"
                                        "unset -f __sbx_w __sbx_e\n"
-                                       "unset n d p s b c i m j x a w o r f E S q t __sbx_u\n";
+                                       "unset n d p s b c i m j x a w o r f E S q t u __sbx_u\n";
 
 /* Appends s in single quotes ('\'' for a quote inside). */
 void
