@@ -74,11 +74,12 @@ sandbox_create_free(struct sandbox_create *sc)
         free(sc);
 }
 
-/* A sandbox whose create failed or was cancelled leaves no state directory: the daemon removes
- * what it made there (shell/, the caller's, only when empty: never a tree the caller controls
- * with the daemon's rights). A workdir a backend made there is the backend's to remove as its
- * owner; the directory stays while that runs. Adopted and recreated sandboxes keep theirs. */
-static void
+/* A sandbox whose create failed or was cancelled, or that was destroyed, leaves no state
+ * directory: the daemon removes what it made there (shell/, the caller's, only when empty:
+ * never a tree the caller controls with the daemon's rights), after its backend is done. A
+ * workdir a backend made there is the backend's to remove as its owner; the directory stays
+ * while that runs. A failed recreate (adopted sandboxes) keeps it. */
+void
 sandbox_remove_state_dir(struct sandbox *sb)
 {
         char *shell;
@@ -87,8 +88,8 @@ sandbox_remove_state_dir(struct sandbox *sb)
                 return;
         shell = xasprintf("%s/shell", sb->state_dir);
         if ((rmdir(shell) < 0 && errno != ENOENT) || rmdir(sb->state_dir) < 0)
-                log_debug("sandbox %s: state directory '%s' left: %s", sb->id, sb->state_dir,
-                          strerror(errno));
+                log_warn("sandbox %s: state directory '%s' left: %s", sb->id, sb->state_dir,
+                         strerror(errno));
         free(shell);
 }
 

@@ -25,10 +25,12 @@ sandbox_destroyed_cb(void *ctx, const struct sbx_error *err)
         struct sandbox_destroy *d = ctx;
         struct sandbox *sb = d->sb;
 
-        if (err)
+        if (err) {
                 log_warn("sandbox %s: destroy: %s", sb->id, err->message);
-        else
+        } else {
                 log_info("sandbox %s ('%s') destroyed", sb->id, sb->name);
+                sandbox_remove_state_dir(sb); /* its backend is done with it: before the answer */
+        }
         sb->state = SANDBOX_GONE;
         sb->bsb = NULL;
         if (d->req) {

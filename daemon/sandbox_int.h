@@ -67,6 +67,7 @@ int sandbox_reuse_check(struct sandbox *sb, json_t *params, const struct backend
 struct sandbox_create *sandbox_create_new(struct sandbox *sb, struct conn *c);
 void sandbox_in_backend_add(struct sandbox_create *sc);
 void sandbox_create_fail(struct sandbox_create *sc, struct sbx_error *err);
+void sandbox_remove_state_dir(struct sandbox *sb);
 void sandbox_created_cb(void *ctx, struct backend_sandbox *bsb, const struct sandbox_info *info,
                         const struct sbx_error *berr);
 void sandbox_spec_fields(struct sandbox *sb, struct sandbox_spec *s);

@@ -818,16 +818,27 @@ struct local_destroy {
         backend_done_cb cb;
 };
 
+/* The sandbox is gone and so is what was in the workdir made for it (its owner's rm has ended):
+ * the directory itself, in the daemon's state directory, goes with an rmdir (an empty
+ * directory and nothing else); then the daemon is told, and may remove the rest. */
+static void
+local_destroyed(void *ctx)
+{
+        struct local_destroy *d = ctx;
+
+        if (d->b->fresh) /* not empty (rm failed): the daemon says its state dir stays */
+                (void) rmdir(d->b->fresh);
+        local_sb_free(d->b);
+        d->cb(d->ctx, NULL);
+        free(d);
+}
+
 static void
 local_stopped_cb(void *ctx)
 {
         struct local_destroy *d = ctx;
 
-        if (d->b->fresh)
-                local_remove_fresh(d->b, NULL, NULL);
-        local_sb_free(d->b);
-        d->cb(d->ctx, NULL);
-        free(d);
+        local_remove_fresh(d->b, local_destroyed, d);
 }
 
 static void

@@ -124,6 +124,17 @@ class DockerSandbox(DockerDaemonTest):
         cls.cid = cls.sb["details"]["container_id"]
         c.close()
 
+    def test_destroy_leaves_no_state_directory(self):
+        # What the daemon made for a destroyed sandbox is gone before the answer: only the
+        # class's own sandbox has a directory (create/destroy in a loop used to grow it).
+        sandboxes = os.path.join(self.daemon.state, "sandboxes")
+        for _ in range(2):
+            sb = self.create()
+            self.assertTrue(os.path.isdir(os.path.join(sandboxes, sb["id"])))
+            self.assertTrue(self.c.call("sandbox.destroy", {"id": sb["id"]},
+                                        timeout=120)["destroyed"])
+            self.assertEqual(os.listdir(sandboxes), [self.sb["id"]], self.daemon.read_log())
+
     def test_hardening_visible_in_docker_inspect(self):
         info = inspect(self.cid)
         self.assertIsNotNone(info, "container %s not found" % self.cid)

@@ -222,5 +222,48 @@ class HungWorkdir(unittest.TestCase):
         self.hang(None, "none")
 
 
+
+@needs_root("a root daemon whose client is nobody")
+class DestroyLeavesNothing(unittest.TestCase):
+    """sandbox.destroy removes what the daemon made for the sandbox (its state directory, the
+    workdir made for an isolated one) before it answers, and the caller's own content goes as
+    the caller: a link planted in the workdir is removed, never what it points at."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(cls.d.dir, 0o755)
+        cls.c = client_as(cls.d.socket, NOBODY)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.stop()
+
+    def cycle(self, isolation, command):
+        victim = os.path.join(self.d.dir, "victim-" + isolation)
+        with open(victim, "w") as f:
+            f.write("root's\n")
+        os.chmod(victim, 0o644)
+        sandboxes = os.path.join(self.d.state, "sandboxes")
+        for _ in range(3):
+            sb = self.c.call("sandbox.create", {"backend": "local",
+                                                "local": {"isolation": isolation}})
+            r = self.c.call("exec", {"sandbox": sb["id"], "command": command % victim})
+            self.assertEqual(r["exit_code"], 0, r)
+            self.assertEqual(self.c.call("sandbox.destroy", {"id": sb["id"]})["destroyed"], True)
+            self.assertEqual(os.listdir(sandboxes), [], self.d.read_log())
+        with open(victim) as f:
+            self.assertEqual(f.read(), "root's\n")
+
+    def test_isolated(self):
+        # Its workdir (<state>/sandboxes/<id>/work, nobody's) with a file, a directory and
+        # links to a root-owned file and to the directory holding it.
+        self.cycle("namespaces", "echo x > f && mkdir -p d/e && ln -s %s l && ln -s / r")
+
+    def test_on_the_host(self):
+        self.cycle("none", "true %s")
+
+
 if __name__ == "__main__":
     unittest.main()
