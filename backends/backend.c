@@ -175,3 +175,10 @@ backend_config_first_error(void *ctx, const char *key, const char *message)
         if (!err->code)
                 sbx_error_param(err, key ? key : "config", "%s", message);
 }
+
+void
+backend_probe_public(json_t *details, const char *reason, const char *hint)
+{
+        json_object_set_new(details, "public",
+                            json_pack("{s:s,s:s?}", "reason", reason, "hint", hint));
+}

@@ -221,9 +221,16 @@ typedef void (*backend_read_cb)(void *ctx, const char *data, size_t len, uint64_
 /* Progress notification while creating (image pull, …). */
 typedef void (*backend_progress_cb)(void *ctx, const char *phase, const char *message,
                                     int64_t current, int64_t total);
-/* probe completion. */
+/* probe completion. reason, hint and details are the operator's (they may name the daemon's
+ * paths and environment); see backend_probe_public for what other callers see. */
 typedef void (*backend_probe_cb)(void *ctx, bool available, const char *reason, const char *hint,
                                  json_t *details /* steals */);
+
+/* The reason and hint of an unavailable backend that a caller who is neither root nor the
+ * daemon's owner is shown: what is missing and what the operator must do, with nothing of the
+ * daemon's paths, home, environment or sockets. Put in details (under "public", which the
+ * daemon takes out); without it such a caller gets a generic pair naming the backend. */
+void backend_probe_public(json_t *details, const char *reason, const char *hint);
 
 /* What a file op will really touch, once the backend has resolved the path as the caller. */
 struct backend_file_target {

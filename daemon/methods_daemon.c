@@ -7,6 +7,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/probe_view.h"
 #include "daemon/proc.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_policy.h"
@@ -149,6 +150,29 @@ probe_docker_caller(struct probe_all *a, json_t *details)
         sandbox_identity_free(&who);
 }
 
+/* The reason and hint of an unavailable backend: the operator's for root and the daemon's
+ * owner, the public ones (probe_view.h) for anyone else. Takes "public" out of details. */
+static void
+probe_reason(struct probe_all *a, json_t *e, const char *reason, const char *hint, json_t *details)
+{
+        json_t *pub = json_incref(json_object_get(details, "public"));
+        char *r = NULL, *h = NULL;
+
+        json_object_del(details, "public");
+        if (reason && !daemon_is_admin(conn_uid(a->req->conn))) {
+                probe_view_reason(json_string_value(json_object_get(e, "name")), pub, &r, &h);
+                reason = r;
+                hint = h;
+        }
+        if (reason)
+                json_object_set_new(e, "reason", json_string(reason));
+        if (reason && hint)
+                json_object_set_new(e, "hint", json_string(hint));
+        json_decref(pub);
+        free(r);
+        free(h);
+}
+
 static void
 probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t *details)
 {
@@ -156,13 +180,16 @@ probe_cb(void *ctx, bool available, const char *reason, const char *hint, json_t
         struct probe_all *a = o->all;
         json_t *e = json_array_get(a->list, o->index);
 
-        json_object_set_new(e, "available", json_boolean(available));
-        if (!available && reason)
-                json_object_set_new(e, "reason", json_string(reason));
-        if (!available && hint)
-                json_object_set_new(e, "hint", json_string(hint));
         if (!details)
                 details = json_object();
+        json_object_set_new(e, "available", json_boolean(available));
+        probe_reason(a, e, available ? NULL : reason, hint, details);
+        if (!daemon_is_admin(conn_uid(a->req->conn))) {
+                const char *name = json_string_value(json_object_get(e, "name"));
+                json_t *shown = probe_view_details(name, details);
+                json_decref(details);
+                details = shown;
+        }
         /* What the operator accepts beyond the container checks' allowlist. */
         json_t *op = sandbox_policy_operator(json_string_value(json_object_get(e, "name")));
         if (op)

@@ -617,6 +617,9 @@ daytona_probe_cb(void *ctx, const struct daytona_res *res)
                 pr->cb(pr->ctx, true, NULL, NULL, details);
         } else if (res->status == 200) {
                 char *reason = xasprintf("the API key lacks the permission %s", missing);
+                backend_probe_public(details, reason,
+                                     "the operator must give the daemon a Daytona API key with "
+                                     "write:sandboxes and delete:sandboxes");
                 pr->cb(pr->ctx, false, reason,
                        "create a key with write:sandboxes and delete:sandboxes", details);
                 free(reason);
@@ -624,6 +627,11 @@ daytona_probe_cb(void *ctx, const struct daytona_res *res)
                 daytona_error(&err, "check the API key", res, false);
                 const char *reason = json_string_value(json_object_get(err.data, "reason"));
                 const char *hint = json_string_value(json_object_get(err.data, "hint"));
+                backend_probe_public(details,
+                                     "the Daytona API does not accept the daemon's key, or "
+                                     "cannot be reached",
+                                     "the operator must check the daemon's Daytona API key and "
+                                     "api_url (docs/backends/daytona.md)");
                 pr->cb(pr->ctx, false, reason ? reason : err.message,
                        hint ? hint : "check api_url and that this machine can reach it", details);
         }
@@ -643,7 +651,11 @@ daytona_probe(void *ctx, backend_probe_cb cb)
                 return;
         }
         if (!daytona.auth) {
-                cb(ctx, false, daytona.key_reason, daytona.key_hint, daytona_details());
+                json_t *d = daytona_details();
+                backend_probe_public(d, "the daemon has no usable Daytona API key",
+                                     "the operator must set api_key_file in [backend.daytona] "
+                                     "(docs/backends/daytona.md)");
+                cb(ctx, false, daytona.key_reason, daytona.key_hint, d);
                 return;
         }
         pr = xcalloc(1, sizeof(*pr));

@@ -434,22 +434,37 @@ struct docker_probe {
 static void
 docker_probe_fail(struct docker_probe *pr, const char *terr)
 {
+        static const char *const pub[][2] = {
+                {"the Docker daemon is not running", "the operator must start dockerd"},
+                {"sandboxd may not use the Docker daemon's socket",
+                 "the operator must add the daemon's user to the docker group, or run sandboxd "
+                 "as root"},
+                {"the Docker daemon does not answer",
+                 "the operator must check that dockerd runs where [backend.docker] host (or the "
+                 "daemon's DOCKER_HOST) points"},
+        };
         const char *path = docker.sock_path;
+        json_t *details = json_object();
         char *reason, *hint;
+        size_t i;
 
         if (path && access(path, F_OK) != 0) {
+                i = 0;
                 reason = xasprintf("the Docker daemon is not running (no socket at %s)", path);
                 hint = xstrdup("start it: systemctl start docker (or dockerd &)");
         } else if (path && access(path, R_OK | W_OK) != 0) {
+                i = 1;
                 reason = xasprintf("permission denied on %s", path);
                 hint = xstrdup("add the daemon's user to the docker group, or run sandboxd as "
                                "root");
         } else {
+                i = 2;
                 reason = xasprintf("cannot reach the Docker daemon at %s: %s", docker.host,
                                    terr ? terr : "no answer");
                 hint = xstrdup("check that dockerd is running and DOCKER_HOST is right");
         }
-        pr->cb(pr->ctx, false, reason, hint, json_object());
+        backend_probe_public(details, pub[i][0], pub[i][1]);
+        pr->cb(pr->ctx, false, reason, hint, details);
         free(reason);
         free(hint);
         free(pr);
@@ -489,6 +504,8 @@ docker_version_cb(void *ctx, long status, json_t *body, const char *raw, size_t 
         if (strtod(api, NULL) + 1e-9 < DOCKER_API_MIN) {
                 char *reason =
                         xasprintf("Docker API %s is too old (need %.2f)", api, DOCKER_API_MIN);
+                backend_probe_public(details, reason,
+                                     "the operator must upgrade Docker to 20.10 or later");
                 pr->cb(pr->ctx, false, reason, "upgrade Docker to 20.10 or later", details);
                 free(reason);
                 free(pr);

@@ -526,6 +526,11 @@ modal_probe_answer(void *ctx)
                                     json_string(cr.error ? cr.error : cr.checked));
         if (modal.gw_url)
                 json_object_set_new(d, "gateway_url", json_string(modal.gw_url));
+        backend_probe_public(d,
+                             "the daemon has no Modal credentials it can use, and no Modal "
+                             "gateway that answers",
+                             "the operator must give the daemon Modal credentials (direct mode) or "
+                             "a gateway (managed mode): docs/backends/modal.md");
         pr->cb(pr->ctx, ch.selected != MODAL_MODE_NONE, ch.reason, ch.hint, d);
         modal_choice_clear(&ch);
         modal_creds_clear(&cr);

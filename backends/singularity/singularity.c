@@ -23,6 +23,8 @@
 
 #define SING_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SING_PROBE_MS     10000
+#define SING_PUBLIC_HINT                                                                           \
+        "the operator must install Apptainer, or set [backend.singularity] executable"
 #define SING_INSTALL_HINT                                                                          \
         "install Apptainer (on a cluster: module load apptainer), or set [backend.singularity] "   \
         "executable = /path/to/apptainer"
@@ -427,12 +429,18 @@ probe_version_cb(void *ctx, int code, const char *out, size_t len, const char *w
 {
         struct sing_probe *p = ctx;
         char *version = xstrndup(out, strcspn(out, "\n"));
+        bool failed = code != 0 || !*version;
+        json_t *d = probe_details(p->exe, failed ? NULL : version);
         char *reason = NULL;
 
-        if (code != 0 || !*version)
+        if (failed) {
                 reason = xasprintf("`%s version` failed: %s", p->exe, why[0] ? why : "no output");
-        p->cb(p->ctx, !reason, reason, reason ? SING_INSTALL_HINT : NULL,
-              probe_details(p->exe, reason ? NULL : version));
+                backend_probe_public(d,
+                                     "Apptainer (or Singularity) does not run on the daemon's "
+                                     "machine",
+                                     SING_PUBLIC_HINT);
+        }
+        p->cb(p->ctx, !reason, reason, reason ? SING_INSTALL_HINT : NULL, d);
         free(reason);
         free(version);
         free(p->exe);
@@ -446,11 +454,20 @@ sing_probe(void *ctx, backend_probe_cb cb)
         char *why = NULL, *exe = singularity_find_exe(&why);
 
         if (!exe || !sing.agent) {
+                json_t *d = probe_details(exe, NULL);
+                backend_probe_public(d,
+                                     exe ? "sandboxd-agent is not installed for the singularity "
+                                           "backend"
+                                         : "neither apptainer nor singularity is installed where "
+                                           "the daemon looks",
+                                     exe ? "the operator must install sandboxd-agent (make "
+                                           "install) or set [backend.singularity] agent"
+                                         : SING_PUBLIC_HINT);
                 cb(ctx, false, exe ? sing.agent_note : why,
                    exe ? "install sandboxd-agent (make install) or set [backend.singularity] "
                          "agent = PATH"
                        : SING_INSTALL_HINT,
-                   probe_details(exe, NULL));
+                   d);
                 free(why);
                 free(exe);
                 return;

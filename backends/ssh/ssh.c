@@ -303,19 +303,25 @@ ssh_probe_details(void)
 static void
 ssh_probe(void *ctx, backend_probe_cb cb)
 {
+        json_t *d = ssh_probe_details();
+
         if (sshb.dl_error) {
-                cb(ctx, false, sshb.dl_error, "install libssh-4 (apt-get install libssh-4)",
-                   ssh_probe_details());
+                backend_probe_public(d, "libssh is not installed on the daemon's machine",
+                                     "the operator must install libssh-4");
+                cb(ctx, false, sshb.dl_error, "install libssh-4 (apt-get install libssh-4)", d);
                 return;
         }
         if (!json_object_size(sshb.hosts) && !sshb.client_hosts) {
+                backend_probe_public(d, "no ssh hosts are configured",
+                                     "the operator must add a [backend.ssh.NAME] section "
+                                     "(docs/backends/ssh.md)");
                 cb(ctx, false, "no ssh hosts are configured",
                    "add a [backend.ssh.NAME] section with host, user and identity_file "
                    "(docs/backends/ssh.md)",
-                   ssh_probe_details());
+                   d);
                 return;
         }
-        cb(ctx, true, NULL, NULL, ssh_probe_details());
+        cb(ctx, true, NULL, NULL, d);
 }
 
 /* ---- execs ---- */

@@ -150,6 +150,47 @@ class SecondUid(NobodyTest):
                           [f["rule"] for f in o["result"]["findings"]], o)
 
 
+class BackendViewOfNobody(NobodyTest):
+    """backend.list and daemon.info tell an unprivileged caller what is missing and what the
+    operator must do, never the daemon's environment: its PATH, home, credential files or the
+    socket of another user's dockerd. Root keeps the operator's detail."""
+    OTHER_SOCKET = "/run/user/4242/docker.sock"  # another user's rootless dockerd, absent
+    config = ("[backend.docker]\nhost = unix://%s\n[backend.daytona]\n"
+              "api_key_file = /root/.sbx-no-such-daytona-key\n" % OTHER_SOCKET)
+
+    def leaks(self):
+        """What only the daemon's operator may see."""
+        return ([p for p in os.environ["PATH"].split(":") if len(p) > 4] +
+                ["/root", ".modal.toml", self.OTHER_SOCKET, "docker.sock", "sbx-no-such",
+                 self.daemon.dir])
+
+    def test_reasons_and_details_without_the_daemons_environment(self):
+        out = as_nobody(self.daemon.socket, [["backend.list", {}], ["daemon.info", {}]])
+        for backends in (out[0]["result"]["backends"], out[1]["result"]["backends"]):
+            shown = json.dumps(backends)
+            for secret in self.leaks():
+                self.assertNotIn(secret, shown)
+            by = {b["name"]: b for b in backends}
+            for name in ("docker", "modal", "daytona", "singularity"):
+                self.assertFalse(by[name]["available"], by[name])
+                self.assertIn("the operator must", by[name]["hint"], by[name])
+            self.assertEqual(by["docker"]["reason"], "the Docker daemon is not running")
+            self.assertIn("no usable Daytona API key", by["daytona"]["reason"])
+            self.assertIn("no Modal credentials", by["modal"]["reason"])
+            self.assertEqual(sorted(by["modal"]["details"]),
+                             ["app", "has_direct_credentials", "managed_configured",
+                              "managed_ready", "requested_mode", "selected"])
+            self.assertTrue(by["local"]["available"])
+            self.assertIn("available", by["local"]["details"]["isolation"]["namespaces"])
+        # Root (the daemon's operator) sees where it looked.
+        root = self.daemon.client()
+        self.addCleanup(root.close)
+        by = {b["name"]: b for b in root.call("backend.list")["backends"]}
+        self.assertIn(self.OTHER_SOCKET, by["docker"]["reason"])
+        self.assertIn("/root/.modal.toml", by["modal"]["reason"])
+        self.assertNotIn("public", by["modal"]["details"])
+
+
 @needs_root("needs root to act as a second uid")
 class SocketPermission(unittest.TestCase):
     def test_eacces_says_permission_denied(self):
