@@ -251,8 +251,13 @@ proc_kill_all(struct sandbox *sb, void (*cb)(void *ctx), void *ctx)
  * the bytes of output their spools hold on disk. */
 struct proc_uid_count {
         uid_t uid;
-        uint64_t exited, desc_bytes, spool_bytes;
+        uint64_t exited, desc_bytes, spool_bytes; /* spool_bytes: running execs' too */
 };
+
+/* The uids whose spools (running and exited execs) were past max_spool_bytes_per_uid at the
+ * last sweep once their exited execs were forgotten: their execs keep no more output. */
+static uid_t *proc_spool_full_uids;
+static size_t proc_spool_full_n;
 
 /* The counters of uid in counts (grown as needed). */
 static struct proc_uid_count *
@@ -300,7 +305,7 @@ proc_spool_bytes(const struct proc *p)
 
         for (int i = 0; i < 2; i++)
                 if (p->out[i].spool)
-                        n += spool_total(p->out[i].spool) - spool_first(p->out[i].spool);
+                        n += spool_kept(p->out[i].spool);
         return n;
 }
 
@@ -321,27 +326,95 @@ proc_over(const struct proc_uid_count *c)
                c->spool_bytes > g.config->max_spool_bytes_per_uid;
 }
 
-/* Forgets exited processes past exited_retention_s, then the oldest of any uid whose exited
- * processes are more than max_exited_per_uid, or keep more than max_exited_bytes_per_uid of
- * description or max_spool_bytes_per_uid of output. Linear: one pass to count, one to evict. */
+bool
+proc_spool_full(uid_t uid)
+{
+        for (size_t i = 0; i < proc_spool_full_n; i++)
+                if (proc_spool_full_uids[i] == uid)
+                        return true;
+        return false;
+}
+
+/* The spools of c's uid are past max_spool_bytes_per_uid with its exited execs forgotten: its
+ * running execs keep no more output, nor do the ones it starts until it is below again. */
 static void
-proc_gc_cb(uv_timer_t *t)
+proc_spool_stop_uid(const struct proc_uid_count *c)
+{
+        struct list *pos, *tmp;
+        unsigned stopped = 0;
+        uint64_t end;
+
+        LIST_FOREACH_SAFE(pos, tmp, &proc_all)
+        {
+                struct proc *p = LIST_ENTRY(pos, struct proc, node);
+                if (p->owner != c->uid || p->state == PROC_EXITED)
+                        continue;
+                for (int i = 0; i < 2; i++) {
+                        stopped += p->out[i].spool && !spool_stopped_at(p->out[i].spool, &end);
+                        spool_stop(p->out[i].spool);
+                }
+        }
+        if (stopped || !proc_spool_full(c->uid))
+                log_warn("uid %u: the spools of its running execs hold %llu bytes, past "
+                         "max_spool_bytes_per_uid (%llu): their further output is not kept, nor "
+                         "that of its new execs, until they are below it",
+                         (unsigned) c->uid, (unsigned long long) c->spool_bytes,
+                         (unsigned long long) g.config->max_spool_bytes_per_uid);
+}
+
+/* After the evictions: which uids are still past max_spool_bytes_per_uid. */
+static void
+proc_spool_full_note(const struct proc_uid_count *counts, size_t n)
+{
+        uid_t *full = NULL;
+        size_t nfull = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (counts[i].spool_bytes <= g.config->max_spool_bytes_per_uid)
+                        continue;
+                proc_spool_stop_uid(&counts[i]);
+                full = xrealloc(full, (nfull + 1) * sizeof(*full));
+                full[nfull++] = counts[i].uid;
+        }
+        free(proc_spool_full_uids);
+        proc_spool_full_uids = full;
+        proc_spool_full_n = nfull;
+}
+
+/* Counts what each uid keeps: its exited processes (forgetting those past
+ * exited_retention_s) and the spools of its running ones. */
+static struct proc_uid_count *
+proc_gc_count(size_t *n)
 {
         struct list *pos, *tmp;
         uint64_t now = util_wall_ms();
         struct proc_uid_count *counts = NULL;
-        size_t n = 0;
 
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
                 if (p->state != PROC_EXITED)
-                        continue;
-                if (now - p->ended_wall >= g.config->exited_retention_s * 1000)
+                        proc_uid_slot(&counts, n, p->owner)->spool_bytes += proc_spool_bytes(p);
+                else if (now - p->ended_wall >= g.config->exited_retention_s * 1000)
                         proc_forget(p);
                 else
-                        proc_uid_add(proc_uid_slot(&counts, &n, p->owner), p, 1);
+                        proc_uid_add(proc_uid_slot(&counts, n, p->owner), p, 1);
         }
+        return counts;
+}
+
+/* Forgets exited processes past exited_retention_s, then the oldest of any uid whose exited
+ * processes are more than max_exited_per_uid, or keep more than max_exited_bytes_per_uid of
+ * description, or whose spools (running and exited) keep more than max_spool_bytes_per_uid;
+ * a uid still past that bound keeps no more output (proc_spool_full_note). Linear: one pass
+ * to count, one to evict. */
+static void
+proc_gc_cb(uv_timer_t *t)
+{
+        struct list *pos, *tmp;
+        size_t n = 0;
+        struct proc_uid_count *counts = proc_gc_count(&n);
+
         LIST_FOREACH_SAFE(pos, tmp, &proc_all)
         {
                 struct proc *p = LIST_ENTRY(pos, struct proc, node);
@@ -354,6 +427,7 @@ proc_gc_cb(uv_timer_t *t)
                         proc_forget(p);
                 }
         }
+        proc_spool_full_note(counts, n);
         free(counts);
 }
 
@@ -394,5 +468,8 @@ proc_shutdown(void)
         execrec_close();
         free(proc_spool_dir);
         proc_spool_dir = NULL;
+        free(proc_spool_full_uids);
+        proc_spool_full_uids = NULL;
+        proc_spool_full_n = 0;
         shellstate_shutdown();
 }

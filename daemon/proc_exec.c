@@ -188,6 +188,8 @@ proc_setup_streams(struct proc *p)
                 struct pstream *s = &p->out[i];
                 s->spool = spool_new(path, g.config->spool_max_bytes);
                 free(path);
+                if (proc_spool_full(p->owner))
+                        spool_stop(s->spool);
                 if (!p->background) {
                         s->head_cap = (size_t) (p->max_output / 2);
                         s->tail_cap = (size_t) (p->max_output - s->head_cap);

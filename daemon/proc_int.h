@@ -222,6 +222,9 @@ void proc_sandbox_cb(void *ctx, struct sandbox *sb, struct sbx_error *err);
 extern const char *const proc_encodings[];
 /* A new process of owner, named id (a client's choice, validated) or, when NULL, as its key. */
 struct proc *proc_new(uid_t owner, const char *id);
+/* Whether uid's spools were past max_spool_bytes_per_uid at the last sweep (its new execs then
+ * keep no output). */
+bool proc_spool_full(uid_t uid);
 /* Answers req (borrowed) to a repeated exec: a foreground result or a background state. */
 void proc_repeat_answer(struct proc *p, struct rpc_req *req);
 

@@ -114,7 +114,7 @@ proc_read_json(struct proc *p, const struct read_args *a)
 {
         struct pstream *s = &p->out[a->stream];
         struct buf b = {0};
-        uint64_t start = 0;
+        uint64_t start = 0, stop;
         size_t n;
         bool ended = !proc_live(p);
         json_t *r;
@@ -132,6 +132,8 @@ proc_read_json(struct proc *p, const struct read_args *a)
                       p->state == PROC_EXITED && !p->sig ? json_integer(p->exit_code) : json_null(),
                       "signal", proc_signal_json(p->sig), "dropped_bytes",
                       (json_int_t) spool_first(s->spool));
+        if (spool_stopped_at(s->spool, &stop)) /* max_spool_bytes_per_uid */
+                json_object_set_new(r, "not_kept_from", json_integer((json_int_t) stop));
         buf_free(&b);
         return r;
 }

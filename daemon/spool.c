@@ -20,8 +20,10 @@ struct spool {
         int fd;
         uint64_t cap;
         uint64_t total;
+        uint64_t end; /* stopped: where it stopped keeping (total then) */
         int error;
-        bool keep; /* spool_free leaves the file (it outlives the daemon) */
+        bool keep;    /* spool_free leaves the file (it outlives the daemon) */
+        bool stopped; /* spool_stop: what comes after end is counted, not kept */
 };
 
 /* New spool. */
@@ -76,6 +78,10 @@ spool_open(const char *path, uint64_t cap)
 int
 spool_write(struct spool *s, const char *data, size_t len)
 {
+        if (s->stopped) {
+                s->total += len;
+                return 0;
+        }
         if (s->fd < 0 && !s->error) {
                 s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (s->fd < 0)
@@ -113,11 +119,41 @@ spool_total(const struct spool *s)
         return s->total;
 }
 
+/* Where what is retained ends. */
+static uint64_t
+spool_end(const struct spool *s)
+{
+        return s->stopped ? s->end : s->total;
+}
+
 /* First retained offset. */
 uint64_t
 spool_first(const struct spool *s)
 {
-        return s->total > s->cap ? s->total - s->cap : 0;
+        return spool_end(s) > s->cap ? spool_end(s) - s->cap : 0;
+}
+
+uint64_t
+spool_kept(const struct spool *s)
+{
+        return spool_end(s) - spool_first(s);
+}
+
+void
+spool_stop(struct spool *s)
+{
+        if (s && !s->stopped) {
+                s->stopped = true;
+                s->end = s->total;
+        }
+}
+
+bool
+spool_stopped_at(const struct spool *s, uint64_t *end)
+{
+        if (s && s->stopped)
+                *end = s->end;
+        return s && s->stopped;
 }
 
 /* Reads retained bytes. */
@@ -129,12 +165,12 @@ spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out, 
 
         if (offset < first)
                 offset = first;
-        if (offset > s->total)
-                offset = s->total;
+        if (offset > s->total || offset >= spool_end(s))
+                offset = s->total; /* past what is kept: nothing more to read */
         *start = offset;
         if (s->fd < 0 || s->error)
                 return s->fd < 0 && !s->error ? 0 : s->error;
-        max = (size_t) MIN((uint64_t) max, s->total - offset);
+        max = (size_t) MIN((uint64_t) max, spool_end(s) - MIN(offset, spool_end(s)));
         buf_reserve(out, max);
         while (got < max) {
                 uint64_t pos = (offset + got) % s->cap;

@@ -25,6 +25,14 @@ int spool_write(struct spool *s, const char *data, size_t len);
 uint64_t spool_total(const struct spool *s);
 /* First offset still retained. */
 uint64_t spool_first(const struct spool *s);
+/* Bytes retained (on disk). */
+uint64_t spool_kept(const struct spool *s);
+/* Stops keeping: later writes are counted in the total, not kept; what was kept stays
+ * readable, and a read past it returns nothing from the total on (max_spool_bytes_per_uid).
+ * NULL is fine. */
+void spool_stop(struct spool *s);
+/* Whether s was stopped, and *end where (the total then). */
+bool spool_stopped_at(const struct spool *s, uint64_t *end);
 /* Reads up to max bytes from offset (clamped to spool_first) into out; *start is the offset of
  * the first byte returned. */
 int spool_read(const struct spool *s, uint64_t offset, size_t max, struct buf *out,

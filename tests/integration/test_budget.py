@@ -244,6 +244,44 @@ class ExitedBudget(DaemonTest):
         self.assertFalse([f for f in os.listdir(spool) if f.startswith(ids[0])], spool)
 
 
+class RunningSpoolBudget(DaemonTest):
+    """max_spool_bytes_per_uid counts the spools of running execs too: past it (with the exited
+    ones forgotten first) the uid's running execs keep no more output, nor do its new ones,
+    until it is below again. Before, 2048 running execs could hold 2 x 64 MiB each."""
+    config = "[limits]\nmax_spool_bytes_per_uid = 64K\n"
+
+    def written(self, exec_id):
+        [p] = [p for p in self.c.call("process.list")["processes"] if p["exec_id"] == exec_id]
+        return p["stdout_bytes"]
+
+    def test_running_spools_are_counted(self):
+        kept = 100000
+        run = self.c.call("exec", {"command": "head -c %d /dev/zero; read x; echo after; read y"
+                                   % kept, "background": True, "stdin_open": True})["exec_id"]
+        wait_for(lambda: "past max_spool_bytes_per_uid" in self.daemon.read_log(),
+                 "the sweep to stop the spools")
+        late = self.c.call("exec", {"command": "echo late; read z", "background": True,
+                                    "stdin_open": True})["exec_id"]
+        self.c.call("process.write", {"exec_id": run, "data": "go\n"})
+        # "after" went to the stream (counted), not to the spool.
+        wait_for(lambda: self.written(run) > kept,
+                 "the exec's second output")
+        first = self.c.call("process.read", {"exec_id": run, "max_bytes": 1 << 20})
+        self.assertEqual((first["offset"], len(first["data"]), first["not_kept_from"]),
+                         (0, kept, kept), {k: v for k, v in first.items() if k != "data"})
+        rest = self.c.call("process.read", {"exec_id": run, "offset": kept})
+        self.assertEqual((rest["data"], rest["offset"]), ("", kept + len("after\n")), rest)
+        wait_for(lambda: self.written(late) == 5,
+                 "the new exec's output")
+        self.assertEqual(self.c.call("process.read", {"exec_id": late})["not_kept_from"], 0)
+        spool = os.path.join(self.daemon.state, "spool")
+        self.assertLessEqual(sum(os.path.getsize(os.path.join(spool, f))
+                                 for f in os.listdir(spool) if f.startswith((run, late))),
+                             kept + 4 * 32)
+        for e in (run, late):
+            self.c.call("process.kill", {"exec_id": e})
+
+
 class OutputBudget(DaemonTest):
     """The results a uid's foreground execs may keep in memory are bounded in all: a client
     that starts execs of a large max_output_bytes and never reads made the daemon hold them all

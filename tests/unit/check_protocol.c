@@ -216,34 +216,69 @@ START_TEST(test_params)
 }
 END_TEST
 
+/* A spool of cap at a fresh path (a template, filled in). */
+static struct spool *
+spool_tmp(char *path, uint64_t cap)
+{
+        int fd = mkstemp(path);
+
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        return spool_new(path, cap);
+}
+
+/* spool_read(s, offset, max) returns want (NUL-terminated) from want_start. */
+static void
+spool_read_is(struct spool *s, uint64_t offset, size_t max, uint64_t want_start, const char *want)
+{
+        struct buf b = {0};
+        uint64_t start = 0;
+
+        ck_assert_int_eq(spool_read(s, offset, max, &b, &start), 0);
+        ck_assert_uint_eq(start, want_start);
+        ck_assert_uint_eq(b.len, strlen(want));
+        ck_assert(!b.len || !strcmp(b.data, want));
+        buf_free(&b);
+}
+
 START_TEST(test_spool_ring)
 {
         char path[] = "/tmp/check-spool-XXXXXX";
-        int fd = mkstemp(path);
-        struct spool *s;
-        struct buf b = {0};
-        uint64_t start;
+        struct spool *s = spool_tmp(path, 10);
 
-        close(fd);
-        s = spool_new(path, 10);
         spool_write(s, "0123456789", 10);
         spool_write(s, "abcde", 5);
         ck_assert_uint_eq(spool_total(s), 15);
         ck_assert_uint_eq(spool_first(s), 5);
-        ck_assert_int_eq(spool_read(s, 0, 100, &b, &start), 0);
-        ck_assert_uint_eq(start, 5);
-        ck_assert_str_eq(b.data, "56789abcde");
-        b.len = 0;
-        spool_read(s, 12, 2, &b, &start);
-        ck_assert_str_eq(b.data, "cd");
-        b.len = 0;
+        spool_read_is(s, 0, 100, 5, "56789abcde");
+        spool_read_is(s, 12, 2, 12, "cd");
         spool_write(s, "ZZZZZZZZZZZZZZZZZZZZ_", 21); /* larger than the ring */
-        spool_read(s, 0, 100, &b, &start);
-        ck_assert_uint_eq(start, 26);
-        ck_assert_str_eq(b.data, "ZZZZZZZZZ_");
-        buf_free(&b);
+        spool_read_is(s, 0, 100, 26, "ZZZZZZZZZ_");
         spool_free(s);
         ck_assert_int_ne(access(path, F_OK), 0);
+}
+END_TEST
+
+/* A stopped spool (max_spool_bytes_per_uid) keeps what it had and counts, not keeps, the rest:
+ * a read past what it kept jumps to the total, never returns the ring's stale bytes. */
+START_TEST(test_spool_stop)
+{
+        char path[] = "/tmp/check-spool-XXXXXX";
+        struct spool *s = spool_tmp(path, 10);
+        uint64_t end = 0;
+
+        spool_write(s, "0123", 4);
+        ck_assert(!spool_stopped_at(s, &end));
+        spool_stop(s);
+        ck_assert_int_eq(spool_write(s, "abcdefghij", 10), 0);
+        ck_assert(spool_stopped_at(s, &end));
+        ck_assert_uint_eq(end, 4);
+        ck_assert_uint_eq(spool_total(s), 14);
+        ck_assert_uint_eq(spool_kept(s), 4);
+        ck_assert_uint_eq(spool_first(s), 0);
+        spool_read_is(s, 0, 100, 0, "0123");
+        spool_read_is(s, 4, 100, 14, "");
+        spool_free(s);
 }
 END_TEST
 
@@ -420,6 +455,7 @@ main(void)
         tcase_add_test(tc, test_base64);
         tcase_add_test(tc, test_params);
         tcase_add_test(tc, test_spool_ring);
+        tcase_add_test(tc, test_spool_stop);
         tcase_add_test(tc, test_config);
         tcase_add_test(tc, test_sockpath);
         suite_add_tcase(s, tc);
