@@ -46,6 +46,7 @@ struct cf_args {
         size_t max;
         int ctl, memfd;
         enum cf_kind kind;
+        bool nearest; /* a resolve: a missing tail is kept as written */
 };
 
 struct caller_job {
@@ -67,6 +68,7 @@ struct caller_job {
         caller_path_cb pcb;    /* a resolve: its callback (cb is NULL) */
         bool is_dir, answered; /* a resolve: what the helper said, and that it did */
         enum cf_kind kind;
+        bool nearest; /* a resolve of the nearest existing parent (caller_path_resolve_nearest) */
         char *error;
         int missing;
 };
@@ -140,15 +142,39 @@ cf_connect(const struct cf_args *a, struct cf_reply *r)
         return -1;
 }
 
+/* Opens path (O_PATH) as the helper may; with a->nearest, a missing tail is cut off first, and
+ * *cut is where it starts in path (its length when nothing is missing). */
+static int
+cf_open_nearest(const struct cf_args *a, char *buf, size_t *cut)
+{
+        size_t n = strlen(a->path);
+        int fd;
+
+        *cut = n;
+        if (n >= PATH_MAX) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        memcpy(buf, a->path, n + 1);
+        while ((fd = open(buf, O_PATH | O_CLOEXEC)) < 0 && errno == ENOENT && a->nearest &&
+               *cut > 0) {
+                *cut = (size_t) (strrchr(buf, '/') - buf);
+                buf[*cut ? *cut : 1] = '\0';
+        }
+        return fd;
+}
+
 /* The helper's resolve: where path leads (from the descriptor the kernel opened, so as far
- * as the caller could follow it), into the memfd, and whether it is a directory. */
+ * as the caller could follow it), into the memfd, and whether it is a directory; with
+ * a->nearest, the missing tail follows as written. */
 static void
 cf_resolve(const struct cf_args *a, struct cf_reply *r)
 {
-        char link[32] = "/proc/self/fd/", real[PATH_MAX];
+        char link[32] = "/proc/self/fd/", real[PATH_MAX], buf[PATH_MAX];
         struct stat st;
         ssize_t n;
-        int fd = open(a->path, O_PATH | O_CLOEXEC), at = 14;
+        size_t cut, tail;
+        int at = 14, fd = cf_open_nearest(a, buf, &cut);
 
         if (fd < 0) {
                 r->err = errno;
@@ -160,16 +186,21 @@ cf_resolve(const struct cf_args *a, struct cf_reply *r)
                         link[at++] = (char) ('0' + fd / d % 10);
         link[at] = '\0';
         n = readlink(link, real, sizeof(real));
+        /* "/" and "/x" make "/x", not "//x". */
+        if (n == 1 && cut < strlen(a->path))
+                n = 0;
+        tail = strlen(a->path) - cut;
         if (fstat(fd, &st) < 0 || n < 0)
                 r->err = errno ? errno : EIO;
-        else if ((size_t) n >= sizeof(real))
+        else if ((size_t) n + tail >= sizeof(real))
                 r->err = ENAMETOOLONG;
-        else if (pwrite(a->memfd, real, (size_t) n, 0) != n)
+        else if (pwrite(a->memfd, real, (size_t) n, 0) != n ||
+                 pwrite(a->memfd, a->path + cut, tail, n) != (ssize_t) tail)
                 r->err = errno ? errno : EIO;
         else
-                r->len = (uint64_t) n;
+                r->len = (uint64_t) n + tail;
         if (!r->err)
-                r->notreg = !S_ISDIR(st.st_mode);
+                r->notreg = tail || !S_ISDIR(st.st_mode);
         close(fd);
 }
 
@@ -422,7 +453,7 @@ static int
 cf_start(uv_loop_t *loop, struct caller_job *j, const struct backend_identity *who)
 {
         int sv[2] = {-1, -1}, keep[2], r;
-        struct cf_args a = {j->path, j->max, -1, -1, j->kind};
+        struct cf_args a = {j->path, j->max, -1, -1, j->kind, j->nearest};
 
         if (j->path[0] != '/') {
                 cf_fail(j, EINVAL, "the path must be absolute");
@@ -499,17 +530,33 @@ caller_socket_connect(uv_loop_t *loop, const struct backend_identity *who, const
         cf_job_start(loop, j, who);
 }
 
-/* Resolves a path as who. */
-struct caller_job *
-caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
-                    unsigned timeout_ms, void *ctx, caller_path_cb cb)
+static struct caller_job *
+cf_resolve_start(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                 unsigned timeout_ms, void *ctx, caller_path_cb cb, bool nearest)
 {
         struct caller_job *j = cf_job_new(who, path, timeout_ms, ctx);
 
         j->pcb = cb;
         j->kind = CF_RESOLVE;
+        j->nearest = nearest;
         cf_job_start(loop, j, who);
         return j;
+}
+
+/* Resolves a path as who. */
+struct caller_job *
+caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                    unsigned timeout_ms, void *ctx, caller_path_cb cb)
+{
+        return cf_resolve_start(loop, who, path, timeout_ms, ctx, cb, false);
+}
+
+/* Resolves the nearest existing parent of a path as who, the rest kept as written. */
+struct caller_job *
+caller_path_resolve_nearest(uv_loop_t *loop, const struct backend_identity *who, const char *path,
+                            unsigned timeout_ms, void *ctx, caller_path_cb cb)
+{
+        return cf_resolve_start(loop, who, path, timeout_ms, ctx, cb, true);
 }
 
 /* Abandons a job whose callback has not come: its helper is killed, no callback follows. */

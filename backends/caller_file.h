@@ -58,6 +58,12 @@ struct caller_job;
 struct caller_job *caller_path_resolve(uv_loop_t *loop, const struct backend_identity *who,
                                        const char *path, unsigned timeout_ms, void *ctx,
                                        caller_path_cb cb);
+/* Like caller_path_resolve, but a missing tail is kept as written (Docker and mkdir -p make
+ * it): real is where the nearest existing parent leads, followed by the rest of path; NULL
+ * when even that cannot be reached by who. is_dir is false when a tail was missing. */
+struct caller_job *caller_path_resolve_nearest(uv_loop_t *loop, const struct backend_identity *who,
+                                               const char *path, unsigned timeout_ms, void *ctx,
+                                               caller_path_cb cb);
 /* Abandons a job before its callback (daemon shutdown): the helper is killed, its handles
  * close, and no callback follows. */
 void caller_job_cancel(struct caller_job *j);

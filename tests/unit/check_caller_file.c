@@ -35,15 +35,17 @@ seen_cb(void *ctx, const char *real, bool is_dir, const char *error)
         snprintf(s->error, sizeof(s->error), "%s", error ? error : "");
 }
 
-/* Resolves path as who (NULL: as this process) and waits for the answer. */
+/* Resolves path as who (NULL: as this process) and waits for the answer; with nearest, a
+ * missing tail is kept (caller_path_resolve_nearest). */
 static struct seen
-resolve(const struct backend_identity *who, const char *path)
+resolve_how(const struct backend_identity *who, const char *path, bool nearest)
 {
         uv_loop_t loop;
         struct seen s = {0};
 
         ck_assert_int_eq(uv_loop_init(&loop), 0);
-        caller_path_resolve(&loop, who, path, 30000, &s, seen_cb);
+        (nearest ? caller_path_resolve_nearest : caller_path_resolve)(&loop, who, path, 30000, &s,
+                                                                      seen_cb);
         ck_assert_int_eq(s.calls, 0); /* never before it returns */
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -51,6 +53,12 @@ resolve(const struct backend_identity *who, const char *path)
         while (waitpid(-1, NULL, WNOHANG) > 0) /* the daemon's SIGCHLD reaper does this */
                 ;
         return s;
+}
+
+static struct seen
+resolve(const struct backend_identity *who, const char *path)
+{
+        return resolve_how(who, path, false);
 }
 
 static char dir[PATH_MAX];
@@ -108,6 +116,36 @@ START_TEST(test_where_it_leads)
 }
 END_TEST
 
+/* The nearest existing parent is resolved, the missing rest kept as written (what Docker and
+ * mkdir -p would make); a path that exists is resolved whole. */
+START_TEST(test_nearest_parent)
+{
+        char p[PATH_MAX + 16], want[PATH_MAX + 16];
+        struct seen s;
+
+        make_tree();
+        snprintf(p, sizeof(p), "%s/link/new/deeper", dir);
+        snprintf(want, sizeof(want), "%s/d/new/deeper", dir);
+        s = resolve_how(NULL, p, true);
+        ck_assert(s.has_real && !s.has_error && !s.is_dir);
+        ck_assert_str_eq(s.real, want);
+        snprintf(p, sizeof(p), "%s/link", dir);
+        snprintf(want, sizeof(want), "%s/d", dir);
+        s = resolve_how(NULL, p, true);
+        ck_assert(s.has_real && s.is_dir);
+        ck_assert_str_eq(s.real, want);
+        /* Below the root: "/" and the rest, not "//…". */
+        s = resolve_how(NULL, "/sandboxd-absent-top/x", true);
+        ck_assert(s.has_real);
+        ck_assert_str_eq(s.real, "/sandboxd-absent-top/x");
+        /* Below a file: ENOTDIR, not a missing tail: out of reach. */
+        snprintf(p, sizeof(p), "%s/f/x", dir);
+        s = resolve_how(NULL, p, true);
+        ck_assert(!s.has_real && !s.has_error);
+        remove_tree();
+}
+END_TEST
+
 /* Root (CI runs as root): as nobody, a directory of root's 0700 is out of reach, though it is
  * there for root. */
 START_TEST(test_as_the_caller)
@@ -123,9 +161,15 @@ START_TEST(test_as_the_caller)
         ck_assert(s.has_real && s.is_dir);
         s = resolve(&nobody, p);
         ck_assert(!s.has_real && !s.has_error && !s.is_dir);
+        /* Nor is its missing tail reached through it: no oracle for what it holds. */
+        snprintf(p, sizeof(p), "%s/d/absent", dir);
+        s = resolve_how(&nobody, p, true);
+        ck_assert(!s.has_real && !s.has_error);
         ck_assert_int_eq(chmod(dir, 0755), 0);
         s = resolve(&nobody, p);
-        ck_assert(s.has_real && s.is_dir);
+        ck_assert(!s.has_real);
+        s = resolve_how(&nobody, p, true);
+        ck_assert(s.has_real && !s.is_dir);
         remove_tree();
 }
 END_TEST
@@ -139,6 +183,7 @@ main(void)
         int failed;
 
         tcase_add_test(tc, test_where_it_leads);
+        tcase_add_test(tc, test_nearest_parent);
         if (geteuid() == 0)
                 tcase_add_test(tc, test_as_the_caller);
         else
