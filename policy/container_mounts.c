@@ -168,6 +168,37 @@ is_cred(struct eval *ev, const char *path)
         return false;
 }
 
+/* The key of an absolute host path in policy_ctx.host_paths (new), or NULL. */
+char *
+policy_host_path_key(const char *path)
+{
+        struct eval ev;
+        const char *k;
+        char *out;
+
+        if (!path || path[0] != '/')
+                return NULL;
+        analyze_init(&ev, NULL, NULL, strlen(path));
+        k = analyze_path(&ev, path);
+        out = k ? xstrdup(k) : NULL;
+        analyze_free(&ev);
+        return out;
+}
+
+/* A path resolved before the judgement (policy_ctx.host_paths): NULL when the caller cannot
+ * reach it, or when it was not resolved (then it is wanted). */
+static const char *
+resolved(struct eval *ev, const char *path)
+{
+        json_t *v = json_object_get(ev->ctx->host_paths, path);
+
+        if (json_is_string(v))
+                return analyze_path(ev, json_string_value(v));
+        if (!v && ev->ctx->host_paths_wanted)
+                json_object_set_new(ev->ctx->host_paths_wanted, path, json_null());
+        return NULL;
+}
+
 /* Resolves symlinks the way the kernel will when Docker mounts the (lexically cleaned) path;
  * a missing tail is kept as written (Docker creates it). For a caller the daemon must not
  * resolve paths for with its own rights (ctx->resolve_as), as that caller could: NULL when a
@@ -178,6 +209,8 @@ resolve(struct eval *ev, const char *path)
         char buf[PATH_MAX], tmp[PATH_MAX];
         size_t n = strlen(path);
 
+        if (ev->ctx && ev->ctx->host_paths)
+                return resolved(ev, path);
         if (ev->ctx && ev->ctx->resolve_as)
                 return hostpath_resolve_as(&ev->ctx->who, path, buf, sizeof(buf)) < 0
                                ? NULL

@@ -163,6 +163,15 @@ struct policy_ctx {
          * to learn. */
         bool resolve_as;
         struct policy_who who;
+        /* Host paths resolved before the judgement (object, borrowed; NULL: resolved here,
+         * on the calling thread): path as written (lexically normalised) -> where it leads as
+         * the caller could follow it (a missing tail as written), or null when the caller
+         * cannot reach it. With it set, nothing is looked up on the filesystem: a path not in
+         * it is added to wanted (object: path -> null, borrowed, may be NULL) and judged
+         * unreachable (closed), so a first judgement tells what to resolve for the second one. */
+        json_t *host_paths;
+        json_t *host_paths_wanted;
+        /* (policy_host_path_key gives the key a path has in them.) */
         /* The caller is root: its home /root (ctx->home, the account's, not $HOME) is its home
          * and its workspace is its workspace, as /home/alice is alice's; for any other caller
          * /root is a system directory. */
@@ -211,6 +220,10 @@ int policy_container_config_check(const char *unchecked_fields, const char *volu
  * the policy and the docker backend use): 1 on, 0 off, -1 no-new-privileges with a value that is
  * not a boolean (dockerd refuses it), -2 another option. */
 int policy_secopt_nnp(const char *opt);
+
+/* The key an absolute host path has in policy_ctx.host_paths (its lexical normal form: "//",
+ * ".", "..", /proc/self/root/ undone; new), or NULL when it is not absolute. */
+char *policy_host_path_key(const char *path);
 
 /* Docker's rule for volume and container names: [A-Za-z0-9][A-Za-z0-9_.-]+ (at most 255). */
 bool policy_container_name_ok(const char *name);

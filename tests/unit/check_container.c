@@ -816,6 +816,53 @@ START_TEST(test_resolve_as_caller)
 }
 END_TEST
 
+/* With the host paths resolved before the judgement (policy_ctx.host_paths), nothing is looked
+ * up on the filesystem: a first judgement with none of them names what to resolve (and judges
+ * it unreachable), the second judges by the answers, whatever the filesystem says. */
+START_TEST(test_host_paths_given)
+{
+        struct policy_ctx ctx = ctx_for(ROOT);
+        struct policy_result r;
+        const char *src = "/nonexistent-sbx/../srv/data//x/";
+        json_t *spec = json_pack("{s:[{s:s,s:s,s:s}],s:{s:{s:[s]}}}", "mounts", "type", "bind",
+                                 "source", src, "target", "/w", "docker", "host_config", "Binds",
+                                 "/srv/data/x:/v:ro");
+        json_t *paths = json_object(), *wanted = json_object();
+
+        ctx.host_paths = paths;
+        ctx.host_paths_wanted = wanted;
+        policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+        ck_assert(policy_test_has_rule(&r, "container.mount-unresolved"));
+        policy_result_clear(&r);
+        /* Both spellings are one path, lexically normalised. */
+        ck_assert_int_eq(json_object_size(wanted), 1);
+        ck_assert_ptr_nonnull(json_object_get(wanted, "/srv/data/x"));
+        /* It leads to /etc (say, a symlink): judged as /etc, though no /srv/data exists here. */
+        json_object_set_new(paths, "/srv/data/x", json_string("/etc/ssl"));
+        json_object_clear(wanted);
+        policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+        ck_assert(policy_test_has_rule(&r, "container.mount-system"));
+        ck_assert(!policy_test_has_rule(&r, "container.mount-unresolved"));
+        ck_assert_int_eq(json_object_size(wanted), 0);
+        policy_result_clear(&r);
+        /* The caller cannot reach it: unresolved, whatever lies there. */
+        json_object_set_new(paths, "/srv/data/x", json_null());
+        policy_eval_sandbox(pol, &ctx, spec, NULL, &r);
+        ck_assert_int_eq(r.verdict, POLICY_DENY);
+        ck_assert(policy_test_has_rule(&r, "container.mount-unresolved"));
+        ck_assert_int_eq(json_object_size(wanted), 0);
+        policy_result_clear(&r);
+        json_decref(paths);
+        json_decref(wanted);
+        json_decref(spec);
+        /* The key a backend looks its source up by is the same. */
+        char *key = policy_host_path_key(src);
+        ck_assert_str_eq(key, "/srv/data/x");
+        free(key);
+        ck_assert_ptr_null(policy_host_path_key("srv/data"));
+}
+END_TEST
+
 /* As a caller who may search everything on the way, the walk resolves what realpath does
  * (relative and absolute links, "..", a missing tail kept) and stops a loop. */
 START_TEST(test_hostpath_walk)
@@ -1312,6 +1359,7 @@ suite(void)
         tcase_add_test(tc, test_many_findings_keep_deny);
         tcase_add_test(tc, test_symlink_in_workspace);
         tcase_add_test(tc, test_resolve_as_caller);
+        tcase_add_test(tc, test_host_paths_given);
         tcase_add_test(tc, test_hostpath_walk);
         tcase_add_test(tc, test_blkio_device_ok);
         tcase_add_test(tc, test_config_check);
