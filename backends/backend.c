@@ -99,11 +99,11 @@ backend_all(void)
 }
 
 int
-backend_rejudge(const char *backend, json_t *requested, json_t *real, const char *what,
-                struct sbx_error *err, bool *host_access)
+backend_rejudge(const char *backend, json_t *requested, json_t *real, json_t *host_paths,
+                const char *what, struct sbx_error *err, bool *host_access)
 {
         struct policy *pol = policy_new_default();
-        struct policy_ctx pctx = {.backend = backend};
+        struct policy_ctx pctx = {.backend = backend, .host_paths = host_paths};
         struct policy_result want = {0}, got = {0};
         int rc = 0;
 

@@ -123,6 +123,10 @@ struct sandbox_spec {
         /* docker: the image found must be listed under the name asked for (RepoTags or
          * RepoDigests), not matched by an ID prefix */
         bool image_named;
+        /* The host paths the policy judged, resolved as the owner before the judgement (path
+         * as written -> where it leads, or null; borrowed, may be NULL): a backend binds what
+         * they lead to and never resolves a client's path again with the daemon's rights. */
+        json_t *host_paths;
         const struct backend_upcalls *up; /* may be NULL (tests); see struct backend_upcalls */
         void *up_ctx;
 };
@@ -448,9 +452,11 @@ bool backend_identity_listed(const char *users, const char *groups,
 
 /* What a backend built (real), judged again by the built-in policy, must not be stricter than
  * what was judged (requested); both sandbox.create-shaped. Else -EPERM with err set (-32001,
- * data {verdict, resolution, findings}, message what). *host_access (may be NULL): real's. */
-int backend_rejudge(const char *backend, json_t *requested, json_t *real, const char *what,
-                    struct sbx_error *err, bool *host_access);
+ * data {verdict, resolution, findings}, message what). *host_access (may be NULL): real's.
+ * host_paths (borrowed, may be NULL) is policy_ctx.host_paths for both: with it, no host path
+ * is looked up on the filesystem (one not in it is judged unresolved). */
+int backend_rejudge(const char *backend, json_t *requested, json_t *real, json_t *host_paths,
+                    const char *what, struct sbx_error *err, bool *host_access);
 
 extern const struct backend_ops local_backend_ops;
 

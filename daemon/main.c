@@ -19,6 +19,7 @@
 #include "daemon/audit.h"
 #include "daemon/conn.h"
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/proc.h"
@@ -425,6 +426,7 @@ main_close_walk_cb(uv_handle_t *h, void *arg)
 static void
 main_shutdown(void)
 {
+        hostpaths_shutdown(); /* what waits on them fails while its client is still there */
         conn_close_all();
         proc_shutdown();
         for (const struct backend_ops *const *b = backend_all(); *b; b++)

@@ -5,6 +5,7 @@
 
 #include "daemon/audit.h"
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/probe_view.h"
@@ -353,23 +354,102 @@ check_eval(const struct check_args *a, const struct policy_ctx *ctx, struct poli
         }
 }
 
+/* A command judged in a sandbox with its host paths resolved first (hostpaths.h). */
+struct check_in_job {
+        struct rpc_req *req;
+        struct check_args a; /* borrowed from req->params */
+        struct sandbox *sb;  /* referenced */
+        bool host_access;    /* the last judgement's */
+};
+
+static void
+check_in_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
+{
+        struct check_in_job *j = ctx;
+        struct policy_ctx pctx = {0};
+        json_t *env;
+
+        proc_policy_ctx(j->sb, j->a.cwd, j->a.env, &pctx, &env);
+        if (j->a.stdin_text) {
+                pctx.stdin_data = j->a.stdin_text;
+                pctx.stdin_len = strlen(j->a.stdin_text);
+        }
+        pctx.host_paths = host_paths;
+        pctx.host_paths_wanted = wanted;
+        check_eval(&j->a, &pctx, r);
+        j->host_access = pctx.host_access;
+        json_decref(env);
+}
+
+static void
+check_in_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+{
+        struct check_in_job *j = ctx;
+
+        if (error)
+                rpc_error_msg(j->req, SBX_E_BACKEND, "cannot judge the command: %s", error);
+        else
+                policy_check_reply(j->req, r, j->host_access);
+        sandbox_unref(j->sb);
+        free(j);
+}
+
 /* Answers with the judgement of a command as an exec in sb (with the request's cwd, env and
  * stdin) would be judged: proc_policy_ctx is the exec's own. */
 static void
 check_in(struct rpc_req *req, const struct check_args *a, struct sandbox *sb)
 {
-        struct policy_ctx ctx = {0};
-        struct policy_result r = {0};
-        json_t *env;
+        struct check_in_job *j = xcalloc(1, sizeof(*j));
 
-        proc_policy_ctx(sb, a->cwd, a->env, &ctx, &env);
-        if (a->stdin_text) {
-                ctx.stdin_data = a->stdin_text;
-                ctx.stdin_len = strlen(a->stdin_text);
+        *j = (struct check_in_job){.req = req, .a = *a, .sb = sb};
+        sandbox_ref(sb);
+        hostpaths_judge(&sb->who, check_in_eval, check_in_judged, j);
+}
+
+/* A spec judged with its host paths resolved first, as the caller, off the loop. */
+struct check_spec_job {
+        struct rpc_req *req;
+        struct check_args a; /* borrowed from req->params */
+        struct backend_identity who;
+        struct policy_ctx ctx; /* the last judgement's */
+};
+
+static void
+check_spec_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
+{
+        struct check_spec_job *j = ctx;
+        const struct check_args *a = &j->a;
+        const char *backend =
+                a->backend ? a->backend : json_string_value(json_object_get(a->spec, "backend"));
+
+        sandbox_policy_ctx(&j->ctx, backend ? backend : g.config->default_backend, &j->who,
+                           a->spec);
+        j->ctx.request_env = a->env;
+        j->ctx.host_paths = host_paths;
+        j->ctx.host_paths_wanted = wanted;
+        check_eval(a, &j->ctx, r);
+}
+
+static void
+check_spec_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+{
+        struct check_spec_job *j = ctx;
+        struct sbx_error err = {0};
+
+        if (error) {
+                sbx_error_set(&err, SBX_E_BACKEND, NULL, "cannot judge the sandbox spec: %s",
+                              error);
+                rpc_error(j->req, &err);
+                sbx_error_clear(&err);
+        } else {
+                /* What the backend refuses before making anything is the create's answer too. */
+                if (!r->invalid.code && r->verdict != POLICY_DENY &&
+                    sandbox_preview_spec(j->req->conn, j->ctx.backend, j->a.spec, &err) < 0)
+                        sbx_error_move(&r->invalid, &err);
+                policy_check_reply(j->req, r, j->ctx.host_access);
         }
-        check_eval(a, &ctx, &r);
-        policy_check_reply(req, &r, ctx.host_access);
-        json_decref(env);
+        sandbox_identity_free(&j->who);
+        free(j);
 }
 
 /* Answers with the judgement of a sandbox.create spec as sandbox.create would judge it for
@@ -378,23 +458,12 @@ check_in(struct rpc_req *req, const struct check_args *a, struct sandbox *sb)
 static void
 check_spec(struct rpc_req *req, const struct check_args *a)
 {
-        const char *backend =
-                a->backend ? a->backend : json_string_value(json_object_get(a->spec, "backend"));
-        struct policy_result r = {0};
-        struct backend_identity who;
-        struct sbx_error err = {0};
-        struct policy_ctx ctx;
+        struct check_spec_job *j = xcalloc(1, sizeof(*j));
 
-        sandbox_identity(req->conn, &who);
-        sandbox_policy_ctx(&ctx, backend ? backend : g.config->default_backend, &who, a->spec);
-        ctx.request_env = a->env;
-        check_eval(a, &ctx, &r);
-        /* What the backend refuses before making anything is the create's answer too. */
-        if (!r.invalid.code && r.verdict != POLICY_DENY &&
-            sandbox_preview_spec(req->conn, ctx.backend, a->spec, &err) < 0)
-                sbx_error_move(&r.invalid, &err);
-        policy_check_reply(req, &r, ctx.host_access);
-        sandbox_identity_free(&who);
+        j->req = req;
+        j->a = *a;
+        sandbox_identity(req->conn, &j->who);
+        hostpaths_judge(&j->who, check_spec_eval, check_spec_judged, j);
 }
 
 struct check_job {

@@ -6,6 +6,7 @@
 #include "backends/shell.h"
 #include "daemon/approval.h"
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/proc_int.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_policy.h"
@@ -292,25 +293,52 @@ proc_policy_ctx(struct sandbox *sb, const char *cwd, json_t *exec_env, struct po
         sandbox_policy_resolve_as(ctx, &sb->who);
 }
 
+/* One judgement of the exec (hostpaths_eval_fn): with host_paths as policy_ctx's. */
 static void
-proc_judge(struct proc *p)
+proc_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
 {
+        struct proc *p = ctx;
         struct policy_ctx pctx = {0};
-        json_t *info, *env;
+        json_t *env;
 
-        p->state = PROC_POLICY;
         proc_policy_ctx(p->sb, p->cwd, p->env, &pctx, &env);
         pctx.stdin_data = p->stdin_data.data;
         pctx.stdin_len = p->stdin_data.len;
         pctx.stdin_open = p->stdin_open;
+        pctx.host_paths = host_paths;
+        pctx.host_paths_wanted = wanted;
         if (p->command) {
-                policy_eval_command(g.policy, &pctx, p->command, &p->pr);
+                policy_eval_command(g.policy, &pctx, p->command, r);
         } else {
                 char **argv = proc_argv_plain(p);
-                policy_eval_argv(g.policy, &pctx, argv, &p->pr);
+                policy_eval_argv(g.policy, &pctx, argv, r);
                 proc_strv_free(argv);
         }
         json_decref(env);
+}
+
+/* The judgement (with the host paths it names resolved): approval next. */
+static void
+proc_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+{
+        struct proc *p = ctx;
+        struct sbx_error err = {0};
+        const char *cwd = proc_cwd_in(p->sb, p->cwd);
+        json_t *info;
+
+        if (p->state != PROC_POLICY) { /* it failed meanwhile (the daemon stops) */
+                proc_unref(p);
+                return;
+        }
+        if (error) {
+                sbx_error_set(&err, SBX_E_BACKEND, NULL, "cannot judge the command: %s", error);
+                proc_fail(p, &err);
+                sbx_error_clear(&err);
+                proc_unref(p);
+                return;
+        }
+        p->pr = *r;
+        memset(r, 0, sizeof(*r)); /* p->pr has it now */
         p->state = PROC_APPROVAL;
         info = json_pack("{s:s,s:s,s:s}", "kind", "exec", "sandbox", p->sb->id, "backend",
                          p->sb->ops->name);
@@ -318,11 +346,20 @@ proc_judge(struct proc *p)
                 json_object_set_new(info, "command", json_string(p->command));
         else
                 json_object_set(info, "argv", p->argv);
-        if (pctx.cwd)
-                json_object_set_new(info, "cwd", json_text(pctx.cwd));
-        proc_ref(p);
+        if (cwd)
+                json_object_set_new(info, "cwd", json_text(cwd));
         approval_decide(p->req ? p->req->conn : NULL, p->sb, p->sb->host_access, info, &p->pr,
                         proc_approval_cb, p);
+}
+
+/* Judges the exec: the host paths it names (`docker run -v SRC:…`) are resolved first, as its
+ * owner, off the loop (hostpaths.h). */
+static void
+proc_judge(struct proc *p)
+{
+        p->state = PROC_POLICY;
+        proc_ref(p); /* until approval_decide's callback */
+        hostpaths_judge(&p->sb->who, proc_judge_eval, proc_judged, p);
 }
 
 void

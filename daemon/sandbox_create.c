@@ -10,6 +10,7 @@
 
 #include "daemon/approval.h"
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/records.h"
@@ -68,6 +69,8 @@ sandbox_create_free(struct sandbox_create *sc)
         if (sc->ended)
                 sc->ended(sc->ended_ctx);
         policy_result_clear(&sc->pr);
+        json_decref(sc->facts);
+        json_decref(sc->host_paths);
         if (sc->conn) /* adopt and recreate have no connection */
                 conn_unref(sc->conn);
         sandbox_unref(sc->sb);
@@ -297,6 +300,7 @@ sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err)
                 return -1;
         sandbox_spec_fields(sb, s);
         s->state_dir = sb->state_dir;
+        s->host_paths = sc->host_paths;
         s->up = &sandbox_upcalls;
         s->up_ctx = sb;
         if (!strcmp(sb->ops->name, "docker"))
@@ -354,17 +358,39 @@ sandbox_invalid(struct sandbox_create *sc)
         return true;
 }
 
-/* Runs the container checks on the merged spec (facts: what the backend inspected, borrowed,
- * may be NULL), then approval, then the backend. */
+/* One judgement of the merged spec (hostpaths_eval_fn): the container checks. */
 static void
-sandbox_judge(struct sandbox_create *sc, json_t *facts)
+sandbox_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
 {
+        struct sandbox_create *sc = ctx;
+        struct sandbox *sb = sc->sb;
+        struct policy_ctx pctx;
+
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
+        pctx.host_paths = host_paths;
+        pctx.host_paths_wanted = wanted;
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, sc->facts, r);
+}
+
+/* The judgement, with the host paths it named resolved (paths, for the backend): approval
+ * next, then the backend. */
+static void
+sandbox_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+{
+        struct sandbox_create *sc = ctx;
         struct sandbox *sb = sc->sb;
         struct sbx_error err = {0};
         struct policy_ctx pctx;
 
-        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
+        if (error) {
+                sbx_error_backend(&err, sb->ops->name, "cannot judge the sandbox spec: %s", error);
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sc->host_paths = json_incref(paths);
+        sc->pr = *r;
+        memset(r, 0, sizeof(*r)); /* sc->pr has it now */
         if (sandbox_invalid(sc))
                 return;
         if (!strcmp(sb->ops->name, "docker") && sandbox_docker_budget(sb, &err) < 0) {
@@ -372,12 +398,22 @@ sandbox_judge(struct sandbox_create *sc, json_t *facts)
                 sbx_error_clear(&err);
                 return;
         }
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
         sb->host_access = sc->pr.host_access || pctx.host_access;
         sb->findings = policy_findings_json(&sc->pr);
         approval_decide(sc->conn, NULL, sb->host_access,
                         json_pack("{s:s,s:s,s:s,s:O}", "kind", "sandbox", "sandbox", sb->id,
                                   "backend", sb->ops->name, "spec", sb->spec),
                         &sc->pr, sandbox_approval_cb, sc);
+}
+
+/* Judges the merged spec (facts: what the backend inspected, borrowed, may be NULL) with the
+ * host paths it names resolved first, as the caller, off the loop (hostpaths.h). */
+static void
+sandbox_judge(struct sandbox_create *sc, json_t *facts)
+{
+        sc->facts = json_incref(facts);
+        hostpaths_judge(&sc->sb->who, sandbox_judge_eval, sandbox_judged, sc);
 }
 
 static void

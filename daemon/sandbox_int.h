@@ -30,6 +30,8 @@ struct sandbox_create {
         /* What runs once the spec's volumes and containers are inspected: first judgement or
          * re-judgement. */
         void (*judge)(struct sandbox_create *sc, json_t *facts);
+        json_t *facts;      /* held while the host paths are resolved */
+        json_t *host_paths; /* resolved before the judgement (hostpaths.h); NULL: none yet */
         /* While the backend creates (or adopts): in sandbox_in_backend; a close of conn
          * cancels it, and so does the shutdown (ended is then told). */
         struct list link;

@@ -263,9 +263,15 @@ static int
 docker_cfg_numbers(json_t *config, struct docker_state *d, struct sbx_error *err)
 {
         bool recreate;
+        int64_t ms;
 
         if (docker_cfg_uint(config, "pids_limit", 512, &d->pids_limit) < 0)
                 return docker_cfg_bad(err, config, "pids_limit", "a whole number");
+        /* given by the daemon ([limits] file_timeout_s), as to every backend */
+        if (docker_cfg_uint(config, "file_timeout_ms", 60000, &ms) < 0 || !ms || ms > 86400000)
+                return docker_cfg_bad(err, config, "file_timeout_ms",
+                                      "milliseconds from 1 to 86400000");
+        d->check_ms = (unsigned) ms;
         if (docker_cfg_bool(config, "recreate", true, &recreate) < 0)
                 return docker_cfg_bad(err, config, "recreate", "true or false");
         return 0;

@@ -35,6 +35,8 @@ docker_create_free(struct docker_create *c)
         json_decref(c->body);
         json_decref(c->approved);
         json_decref(c->requested);
+        json_decref(c->paths);
+        json_decref(c->insp);
         json_decref(c->layers);
         json_decref(c->enforced);
         docker_user_free(c);
@@ -220,6 +222,25 @@ docker_launch(struct docker_create *c)
         docker_agent_session(c->sb, c->adopting);
 }
 
+/* The created container's binds are what was approved (c->err otherwise): its policy. */
+static void
+docker_binds_checked(struct docker_create *c)
+{
+        json_t *body = c->insp;
+
+        if (docker_create_cancelled(c))
+                return;
+        if (c->err.code || docker_check_policy(c, body) < 0) {
+                docker_create_fail(c);
+                return;
+        }
+        free(c->sb->workdir);
+        c->sb->workdir = xstrdup(docker_inspect_workdir(body));
+        docker_note_user(c->sb, body);
+        docker_note_tmpfs(c->sb, body);
+        docker_launch(c);
+}
+
 static void
 docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_t len,
                     const char *terr)
@@ -232,15 +253,8 @@ docker_inspected_cb(void *ctx, long status, json_t *body, const char *raw, size_
                 docker_create_fail_call(c, "inspect container", status, body, terr);
                 return;
         }
-        if (docker_check_binds(c, body) < 0 || docker_check_policy(c, body) < 0) {
-                docker_create_fail(c);
-                return;
-        }
-        free(c->sb->workdir);
-        c->sb->workdir = xstrdup(docker_inspect_workdir(body));
-        docker_note_user(c->sb, body);
-        docker_note_tmpfs(c->sb, body);
-        docker_launch(c);
+        c->insp = json_incref(body);
+        docker_check_binds(c, body, docker_binds_checked);
 }
 
 void
@@ -514,6 +528,7 @@ docker_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb pr
         c->sb->use_agent = docker.agent != NULL;
         c->no_pull = spec->no_pull;
         c->image_named = spec->image_named;
+        c->owner_id = spec->owner;
         c->approved = json_object();
         c->layers = json_object();
         c->enforced = docker_create_enforced(spec);
@@ -562,7 +577,9 @@ docker_cancel(void *ctx)
                 if (c->ctx != ctx || c->cancelled)
                         continue;
                 c->cancelled = true;
-                if (c->pull) {
+                if (docker_check_binds_cancel(c)) {
+                        docker_create_cancelled(c);
+                } else if (c->pull) {
                         http_cancel(c->pull); /* no on_done follows */
                         c->pull = NULL;
                         docker_create_cancelled(c);

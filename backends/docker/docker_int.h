@@ -1,7 +1,7 @@
 /* docker_int.h — private to the docker backend (backends/docker/): docker.c (API calls,
  * events, probe, the vtable), docker_config.c, docker_create.c, docker_spec.c, docker_adopt.c,
  * docker_facts.c, docker_user.c, docker_exec.c, docker_attach.c, docker_hijack.c, docker_file.c,
- * docker_tar.c.
+ * docker_tar.c, docker_binds.c.
  *
  * Loop thread only. The backend keeps one process-wide state (struct docker_state) holding the
  * configuration, the shared HTTP multi handle and the list of live sandboxes.
@@ -43,6 +43,7 @@ struct docker_state {
         char *agent;      /* realpath of sandboxd-agent, NULL: every exec is a `docker exec` */
         char *agent_note; /* why there is no agent, for backend.list */
         unsigned agent_ping_ms, agent_link_timeout_ms, agent_reconnect_ms; /* 0: defaults */
+        unsigned check_ms; /* the bound on resolving a host path ([limits] file_timeout_s) */
         /* Callers that are not root but may have root in the container (docker_user.c):
          * comma/blank lists, NULL for none. */
         char *root_users, *root_groups;
@@ -190,9 +191,16 @@ struct docker_create {
         backend_create_cb cb;
         char *image;
         json_t *body;      /* container create body */
-        json_t *approved;  /* target -> realpath of requested bind sources */
+        json_t *approved;  /* target -> the bind source approved (resolved as the owner) */
         json_t *requested; /* the spec as approved, for the policy comparison */
-        json_t *layers;    /* pull: layer id -> [current, total] */
+        const struct backend_identity *owner_id; /* spec->owner: as whom paths are resolved */
+        struct docker_recheck *rechecks;         /* the bind sources resolved again */
+        size_t nrechecks, rechecks_pending;
+        void (*binds_checked)(struct docker_create *c);
+        json_t *insp;   /* the created container's inspect, held during the re-check */
+        json_t *paths;  /* the host paths as resolved for the judgement, and what they
+                           led to as themselves: the read-back's (never resolved anew) */
+        json_t *layers; /* pull: layer id -> [current, total] */
         json_t *enforced;
         struct buf line;
         char *pull_error;
@@ -241,8 +249,14 @@ json_t *docker_body(struct docker_create *c, const struct sandbox_spec *spec,
                     struct sbx_error *err);
 /* How many of an inspected container's mounts (insp borrowed) show something of the host. */
 size_t docker_host_mounts(json_t *insp, bool agent);
-/* 0, or -EPERM and c->err when a bind resolves elsewhere than approved. */
-int docker_check_binds(struct docker_create *c, json_t *insp);
+/* docker_binds.c: checks the bind sources of the created container insp (borrowed): what
+ * Docker reports must be what was approved, and each must still lead there resolved again as
+ * the owner (a helper, off the loop, bounded by check_ms). done(c) follows, with c->err set
+ * on a problem (-32001 for a swapped source, -32005 for one that did not answer). */
+void docker_check_binds(struct docker_create *c, json_t *insp,
+                        void (*done)(struct docker_create *c));
+/* Whether a re-check was in flight; it is abandoned then (its helpers killed, no done). */
+bool docker_check_binds_cancel(struct docker_create *c);
 /* 0, or negative and c->err when the container is not what was approved; sets host_access. */
 int docker_check_policy(struct docker_create *c, json_t *insp);
 /* Records sb's tmpfs targets from its inspect (insp borrowed). */

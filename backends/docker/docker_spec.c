@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/docker/docker_int.h"
+#include "policy/policy.h"
 
 /* Capabilities added back after CapDrop ALL: what root inside a container needs to own and
  * write files (package managers), switch to an unprivileged user, and signal that user's
@@ -33,14 +34,15 @@ docker_create_enforced(const struct sandbox_spec *spec)
 
 /* ---- create: the container body ---- */
 
+/* One mount of the spec; a bind's source is where the policy saw it lead (paths: the spec's
+ * host_paths, resolved as the caller before the judgement): never resolved again here. */
 static int
-docker_mount(struct docker_create *c, json_t *m, json_t *out, struct sbx_error *err)
+docker_mount(struct docker_create *c, json_t *m, json_t *paths, json_t *out, struct sbx_error *err)
 {
         const char *type = json_string_value(json_object_get(m, "type"));
         const char *src = json_string_value(json_object_get(m, "source"));
         const char *dst = json_string_value(json_object_get(m, "target"));
         bool ro = json_is_true(json_object_get(m, "readonly"));
-        char real[PATH_MAX];
 
         if (!type || !dst || dst[0] != '/') {
                 sbx_error_param(err, "mounts", "each mount needs a type and an absolute target");
@@ -56,13 +58,18 @@ docker_mount(struct docker_create *c, json_t *m, json_t *out, struct sbx_error *
                 return -EINVAL;
         }
         if (strcmp(type, "bind") == 0 && !c->preview) {
-                if (!realpath(src, real)) {
-                        sbx_error_param(err, "mounts", "bind source '%s': %s", src,
-                                        strerror(errno));
+                char *key = policy_host_path_key(src);
+                json_t *r = json_object_get(paths, key ? key : "");
+                free(key);
+                if (!json_is_string(r)) { /* fail closed: it was not judged as it resolves */
+                        sbx_error_param(err, "mounts",
+                                        "bind source '%s' was not resolved as the caller before "
+                                        "the judgement",
+                                        src);
                         return -EINVAL;
                 }
-                src = real;
-                json_object_set_new(c->approved, dst, json_string(real));
+                src = json_string_value(r);
+                json_object_set_new(c->approved, dst, json_string(src));
         }
         json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:b}", "Type", type, "Source", src,
                                              "Target", dst, "ReadOnly", ro));
@@ -158,7 +165,7 @@ docker_host_config(struct docker_create *c, const struct sandbox_spec *spec, str
                                     json_integer((json_int_t) (spec->res.cpus * 1e9)));
         json_array_foreach(spec->mounts, i, m)
         {
-                if (docker_mount(c, m, mounts, err) < 0) {
+                if (docker_mount(c, m, spec->host_paths, mounts, err) < 0) {
                         json_decref(mounts);
                         json_decref(hc);
                         return NULL;
@@ -250,6 +257,23 @@ docker_requested(json_t *hc)
         return json_pack("{s:s,s:{s:o}}", "backend", "docker", "docker", "host_config", rhc);
 }
 
+/* The host paths the read-back judges with (new): each as it was resolved for the judgement,
+ * and each place one led to as itself (what the created container shows as its sources). */
+static json_t *
+docker_rejudge_paths(json_t *host_paths)
+{
+        json_t *paths = json_object(), *v;
+        const char *k;
+
+        json_object_foreach(host_paths, k, v)
+        {
+                json_object_set(paths, k, v);
+                if (json_is_string(v))
+                        json_object_set(paths, json_string_value(v), v);
+        }
+        return paths;
+}
+
 /* The POST /containers/create body for spec (new), or NULL and err; fills c->requested. */
 json_t *
 docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx_error *err)
@@ -276,6 +300,7 @@ docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx
         if (json_is_string(v = json_object_get(spec->section, "user")))
                 json_object_set(body, "User", v);
         c->requested = docker_requested(hc);
+        c->paths = docker_rejudge_paths(spec->host_paths);
         docker_label_volumes(json_object_get(hc, "Mounts"), spec);
         if (docker.agent)
                 docker_body_agent(body, hc);
@@ -325,9 +350,6 @@ docker_real_spec(json_t *insp)
                 const char *src = json_string_value(json_object_get(m, "Source"));
                 const char *name = json_string_value(json_object_get(m, "Name"));
                 const char *dst = json_string_value(json_object_get(m, "Destination"));
-                char real[PATH_MAX];
-                if (type && strcmp(type, "bind") == 0 && src && realpath(src, real))
-                        src = real;
                 if (docker_is_agent_mount(dst, src) && !json_is_true(json_object_get(m, "RW")))
                         continue;
                 if (type && strcmp(type, "volume") == 0 && name)
@@ -344,41 +366,12 @@ docker_real_spec(json_t *insp)
                          json_string_value(json_object_get(hc, "NetworkMode")));
 }
 
-/* A bind whose source resolves elsewhere than approved (a swapped symlink) fails the create. */
-int
-docker_check_binds(struct docker_create *c, json_t *insp)
-{
-        json_t *m;
-        size_t i;
-
-        json_array_foreach(json_object_get(insp, "Mounts"), i, m)
-        {
-                const char *dst = json_string_value(json_object_get(m, "Destination"));
-                const char *src = json_string_value(json_object_get(m, "Source"));
-                const char *want = json_string_value(json_object_get(c->approved, dst ? dst : ""));
-                char real[PATH_MAX];
-                if (docker.agent && dst && strcmp(dst, AGENT_PATH) == 0)
-                        want = docker.agent;
-                if (!want || !src)
-                        continue;
-                if (!realpath(src, real) || strcmp(real, want) != 0) {
-                        sbx_error_set(&c->err, SBX_E_DENIED,
-                                      json_pack("{s:s,s:s,s:[]}", "verdict", "deny", "resolution",
-                                                "policy", "findings"),
-                                      "mount %s: source resolves to %s, but %s was approved", dst,
-                                      realpath(src, real) ? real : src, want);
-                        return -EPERM;
-                }
-        }
-        return 0;
-}
-
 /* The real container, judged by the built-in policy, must not be stricter than the request. */
 int
 docker_check_policy(struct docker_create *c, json_t *insp)
 {
         json_t *real = docker_real_spec(insp);
-        int rc = backend_rejudge("docker", c->requested, real,
+        int rc = backend_rejudge("docker", c->requested, real, c->paths,
                                  "the created container differs from the approved spec", &c->err,
                                  &c->host_access);
 

@@ -535,6 +535,7 @@ docker_check_spec(const struct sandbox_spec *spec, struct sbx_error *err)
         docker_user_free(&c);
         json_decref(c.body);
         json_decref(c.requested);
+        json_decref(c.paths);
         json_decref(c.approved);
         sbx_error_clear(&c.err);
         return r;

@@ -628,7 +628,7 @@ create_recheck(struct sing_create *c)
 {
         json_t *real = json_pack("{s:s,s:O}", "backend", "singularity", "mounts", c->real);
         int rc =
-                backend_rejudge("singularity", c->requested, real,
+                backend_rejudge("singularity", c->requested, real, NULL,
                                 "a bind resolves to a host path the policy refuses", &c->err, NULL);
 
         c->host_access = json_array_size(c->real) > 0;

@@ -265,5 +265,105 @@ class DestroyLeavesNothing(unittest.TestCase):
         self.cycle("none", "true %s")
 
 
+@needs_root("needs root to mount FUSE and to act as a second uid")
+class HungHostPaths(unittest.TestCase):
+    """A host path a client names (a bind source, `docker run -v SRC:…` in a command) below a
+    mount that never answers: resolved as the caller by a helper, never on the daemon's loop;
+    the request fails after [limits] file_timeout_s naming the path, and meanwhile the daemon
+    answers everyone (the old daemon resolved it with realpath() on its loop and hung)."""
+
+    @classmethod
+    def setUpClass(cls):
+        from test_docker import config, require_docker, stop_removing_containers
+        require_docker()
+        cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n"
+                            "[limits]\nfile_timeout_s = 1\n")
+        cls.stop_containers = stop_removing_containers
+        os.chmod(cls.daemon.dir, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_containers(cls.daemon)
+
+    def hang(self, caller, params, method="sandbox.create"):
+        """Sends method as caller (None: root) with a path below a fresh hung mount (params
+        takes it); returns the path and the error the request ended with."""
+        uid = 0 if caller is None else caller
+        mount = HungMount(uid)
+        self.addCleanup(mount.close)
+        path = os.path.join(mount.dir, "w")
+        c = client_as(self.daemon.socket, caller)
+        other = client_as(self.daemon.socket, None if caller else NOBODY)  # another uid
+        self.addCleanup(c.close)
+        self.addCleanup(other.close)
+        c.send({"jsonrpc": "2.0", "id": 1, "method": method, "params": params(path)})
+        # The lookup waits on the mount: asked by a helper running as the caller.
+        req = mount.next_request()
+        self.assertEqual((req[4], req[5]), (uid, uid), req)
+        self.assertNotEqual(req[6], self.daemon.proc.pid, req)
+        # Meanwhile the daemon answers everyone (the lookup is still unanswered).
+        self.assertIn("version", other.call("daemon.info", timeout=30))
+        self.assertIsInstance(other.call("sandbox.list", timeout=30)["sandboxes"], list)
+        r = c.wait_response(1, timeout=60)
+        self.assertEqual(r.get("error", {}).get("code"), -32005, r)
+        msg = r["error"]["message"]
+        self.assertIn("host path '%s' did not answer within 1 s: a hung mount? name another "
+                      "path" % path, msg)
+        self.assertIn("file_timeout_s", msg)
+        return path, c
+
+    def test_docker_bind_source(self):
+        path, c = self.hang(None, lambda p: {
+            "backend": "docker", "mounts": [{"type": "bind", "source": p, "target": "/x"}]})
+        self.assertEqual(c.call("sandbox.list")["sandboxes"], [])
+
+    def test_docker_host_config_binds(self):
+        self.hang(None, lambda p: {"backend": "docker",
+                                   "docker": {"host_config": {"Binds": [p + ":/x:ro"]}}})
+
+    def test_policy_check_of_a_spec(self):
+        self.hang(None, lambda p: {"sandbox": {
+            "backend": "docker", "mounts": [{"type": "bind", "source": p, "target": "/x"}]}},
+            method="policy.check")
+
+    def test_policy_check_of_a_command_as_nobody(self):
+        self.hang(NOBODY, lambda p: {"command": "docker run --rm -v %s:/x alpine true" % p},
+                  method="policy.check")
+
+    def stop_while_it_hangs(self, caller, method, params):
+        """The daemon stops while a path of method's request hangs: the helper is killed and
+        the request fails at once, answered before the connection closes; the daemon waits
+        neither for the bound (60 s by default here) nor answers into what it tore down."""
+        from test_docker import config
+        d = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
+        os.chmod(d.dir, 0o755)
+        uid = 0 if caller is None else caller
+        mount = HungMount(uid)
+        self.addCleanup(mount.close)
+        try:
+            c = client_as(d.socket, caller)
+            self.addCleanup(c.close)
+            c.send({"jsonrpc": "2.0", "id": 1, "method": method,
+                    "params": params(os.path.join(mount.dir, "w"))})
+            self.assertEqual(mount.next_request()[4], uid)
+        finally:
+            d.stop(timeout=30)  # exit status 0, well before the bound
+        r = c.wait_response(1, timeout=30)
+        self.assertIn("the daemon is stopping", r.get("error", {}).get("message", ""), r)
+
+    def test_stop_while_a_create_hangs(self):
+        self.stop_while_it_hangs(None, "sandbox.create", lambda p: {
+            "backend": "docker", "mounts": [{"type": "bind", "source": p, "target": "/x"}]})
+
+    def test_stop_while_an_exec_hangs(self):
+        self.stop_while_it_hangs(NOBODY, "exec", lambda p: {
+            "command": "docker run --rm -v %s:/x alpine true" % p})
+
+    def test_exec_of_a_command_as_nobody(self):
+        # (its default sandbox is made first: local, whose checks do not touch the path)
+        self.hang(NOBODY, lambda p: {"command": "docker run --rm -v %s:/x alpine true" % p},
+                  method="exec")
+
+
 if __name__ == "__main__":
     unittest.main()

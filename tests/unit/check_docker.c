@@ -690,6 +690,8 @@ START_TEST(test_swapped_bind_source_rejected)
         struct created c = {0};
         json_array_append_new(s.mounts, json_pack("{s:s,s:s,s:s}", "type", "bind", "source", src,
                                                   "target", "/work"));
+        /* as the daemon resolved it (as the caller) for the judgement */
+        s.host_paths = json_pack("{s:s}", src, src);
         ops->create(&s, &c, progress_cb, create_cb);
         /* approved (resolved) now; swap the directory for a symlink to /etc before Docker
          * creates the container and we read its mounts back */
@@ -699,6 +701,7 @@ START_TEST(test_swapped_bind_source_rejected)
         if (c.sb)
                 destroy(c.sb);
         spec_free(&s);
+        json_decref(s.host_paths);
         backend_down();
         unlink(src);
         rmdir(old);

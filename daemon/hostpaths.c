@@ -1,0 +1,166 @@
+/* hostpaths.c — host paths resolved as the caller, off the loop (hostpaths.h). */
+#include "daemon/hostpaths.h"
+
+#include <stdlib.h>
+
+#include "backends/caller_file.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "protocol/list.h"
+#include "protocol/util.h"
+
+/* The outcome of resolving a request's paths: paths (borrowed for the call), path -> where it
+ * leads or null (the caller cannot reach it), with every wanted path in it; or error (paths
+ * NULL), a message naming the path that did not answer and the cause. */
+typedef void (*hostpaths_cb)(void *ctx, json_t *paths, const char *error);
+
+struct hostpaths {
+        json_t *paths;
+        char *error; /* the first failure */
+        size_t pending;
+        void *ctx;
+        hostpaths_cb cb;
+};
+
+/* One path's job. */
+struct hostpath_one {
+        struct hostpaths *h;
+        char *path;
+        struct caller_job *job;
+        struct list node; /* in hostpaths_pending */
+};
+
+/* Every path being resolved, for hostpaths_shutdown. */
+static struct list hostpaths_pending = {&hostpaths_pending, &hostpaths_pending};
+
+static void
+hostpaths_done(struct hostpaths *h)
+{
+        if (--h->pending)
+                return;
+        h->cb(h->ctx, h->error ? NULL : h->paths, h->error);
+        json_decref(h->paths);
+        free(h->error);
+        free(h);
+}
+
+static unsigned
+hostpaths_timeout_ms(void)
+{
+        return (unsigned) (g.config->file_timeout_s ? g.config->file_timeout_s : 1) * 1000;
+}
+
+static void
+hostpath_cb(void *ctx, const char *real, bool is_dir, const char *error)
+{
+        struct hostpath_one *o = ctx;
+        struct hostpaths *h = o->h;
+
+        (void) is_dir;
+        list_del(&o->node);
+        if (error && !h->error)
+                h->error = xasprintf("host path '%s' did not answer within %llu s: a hung "
+                                     "mount? name another path (%s; [limits] file_timeout_s)",
+                                     o->path, (unsigned long long) g.config->file_timeout_s, error);
+        else if (!error)
+                json_object_set_new(h->paths, o->path, real ? json_string(real) : json_null());
+        free(o->path);
+        free(o);
+        hostpaths_done(h);
+}
+
+static void hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
+                              hostpaths_cb cb);
+
+struct hostpaths_judging {
+        hostpaths_eval_fn eval;
+        hostpaths_judged_fn done;
+        void *ctx;
+};
+
+static void
+hostpaths_judged(void *ctx, json_t *paths, const char *error)
+{
+        struct hostpaths_judging *j = ctx;
+        struct policy_result r = {0};
+
+        if (error) {
+                j->done(j->ctx, NULL, NULL, error);
+        } else {
+                j->eval(j->ctx, paths, NULL, &r);
+                j->done(j->ctx, &r, paths, NULL);
+                policy_result_clear(&r);
+        }
+        free(j);
+}
+
+/* Judges with the host paths resolved first. */
+void
+hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
+                hostpaths_judged_fn done, void *ctx)
+{
+        json_t *none = json_object(), *wanted = json_object();
+        struct policy_result r = {0};
+        struct hostpaths_judging *j;
+
+        eval(ctx, none, wanted, &r);
+        if (!json_object_size(wanted)) { /* nothing looked up: that was the judgement */
+                json_decref(wanted);
+                done(ctx, &r, none, NULL);
+                policy_result_clear(&r);
+                json_decref(none);
+                return;
+        }
+        json_decref(none);
+        policy_result_clear(&r);
+        j = xcalloc(1, sizeof(*j));
+        *j = (struct hostpaths_judging){eval, done, ctx};
+        hostpaths_resolve(wanted, who, j, hostpaths_judged);
+        json_decref(wanted);
+}
+
+/* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who. cb
+ * is called exactly once: at once when there is nothing to resolve (or too much), else from
+ * the loop. */
+static void
+hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx, hostpaths_cb cb)
+{
+        struct hostpaths *h = xcalloc(1, sizeof(*h));
+        /* A root caller of a root daemon: the daemon's rights are the caller's. */
+        const struct backend_identity *as = who->uid == 0 ? NULL : who;
+        const char *path;
+        json_t *w;
+
+        *h = (struct hostpaths){.paths = json_object(), .pending = 1, .ctx = ctx, .cb = cb};
+        if (json_object_size(wanted) > HOSTPATHS_MAX)
+                h->error = xasprintf("the request names %zu host paths; at most %d are resolved: "
+                                     "name fewer",
+                                     json_object_size(wanted), HOSTPATHS_MAX);
+        json_object_foreach(wanted, path, w)
+        {
+                if (h->error)
+                        break;
+                struct hostpath_one *o = xcalloc(1, sizeof(*o));
+                *o = (struct hostpath_one){.h = h, .path = xstrdup(path)};
+                h->pending++;
+                list_add_tail(&hostpaths_pending, &o->node);
+                o->job = caller_path_resolve_nearest(g.loop, as, o->path, hostpaths_timeout_ms(), o,
+                                                     hostpath_cb);
+        }
+        /* The first reference: a request with nothing to resolve is answered at once. */
+        hostpaths_done(h);
+}
+
+/* The daemon stops: every resolution still waiting ends now, failed (its helper killed). */
+void
+hostpaths_shutdown(void)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &hostpaths_pending)
+        {
+                struct hostpath_one *o = LIST_ENTRY(pos, struct hostpath_one, node);
+                caller_job_cancel(o->job);
+                hostpath_cb(o, NULL, false, "the daemon is stopping");
+        }
+}
