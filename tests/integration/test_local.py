@@ -222,7 +222,6 @@ class HungWorkdir(unittest.TestCase):
         self.hang(None, "none")
 
 
-
 @needs_root("a root daemon whose client is nobody")
 class DestroyLeavesNothing(unittest.TestCase):
     """sandbox.destroy removes what the daemon made for the sandbox (its state directory, the
