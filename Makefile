@@ -96,7 +96,7 @@ FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h te
              tests/oracle/*.c fuzz/*.c))
 
 .PHONY: all check unit-check integration-check bench install uninstall format format-check \
-        clean fuzz
+        clean fuzz fuzz-corpus fuzz-run-policy fuzz-run-container fuzz-run-shell
 
 BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL)) $(AGENT) $(NSBOX)
 
@@ -237,14 +237,24 @@ FUZZ_SRC     := $(sort $(wildcard policy/*.c)) protocol/util.c protocol/error.c 
 FUZZ_FLAGS   := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 FUZZ_RUN     := -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048
 FUZZ_SHELL_SRC := backends/shell_state.c protocol/util.c
-fuzz: build/fuzz/fuzz_policy build/fuzz/fuzz_container build/fuzz/fuzz_shell
+# The three runs are independent targets: `make -j2 -Otarget fuzz` (scripts/test.sh) runs them
+# side by side, each given the same time, and prints each one's output whole when it ends.
+fuzz: fuzz-run-policy fuzz-run-container fuzz-run-shell
+
+fuzz-corpus:
 	@mkdir -p build/fuzz/corpus build/fuzz/corpus_container build/fuzz/corpus_shell
 	cp -n fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
 	cp -n fuzz/corpus_container/* build/fuzz/corpus_container/ 2>/dev/null || true
 	cp -n fuzz/corpus_shell/* build/fuzz/corpus_shell/ 2>/dev/null || true
+
+fuzz-run-policy: build/fuzz/fuzz_policy fuzz-corpus
 	build/fuzz/fuzz_policy $(FUZZ_RUN) -max_len=4096 build/fuzz/corpus
+
+fuzz-run-container: build/fuzz/fuzz_container fuzz-corpus
 	build/fuzz/fuzz_container $(FUZZ_RUN) -max_len=4096 -dict=fuzz/container.dict \
 		build/fuzz/corpus_container
+
+fuzz-run-shell: build/fuzz/fuzz_shell fuzz-corpus
 	build/fuzz/fuzz_shell -max_total_time=$(FUZZ_SHELL_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 		-max_len=8192 build/fuzz/corpus_shell
 

@@ -18,6 +18,6 @@ make -j"$(nproc)" all
 make check
 make -j"$(nproc)" SANITIZE=address,undefined all
 ASAN_OPTIONS=detect_leaks=1 make SANITIZE=address,undefined check
-# The libFuzzer targets (with ASan/UBSan) for a bounded time each.
-make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+# The libFuzzer targets (with ASan/UBSan) for a bounded time each, side by side.
+make -j"$(nproc)" -Otarget fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"
