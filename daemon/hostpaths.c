@@ -26,6 +26,7 @@ struct hostpaths {
 struct hostpath_one {
         struct hostpaths *h;
         char *path;
+        uid_t uid; /* whose lookup it is */
         struct caller_job *job;
         struct list node; /* in hostpaths_pending */
 };
@@ -119,6 +120,20 @@ hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
         json_decref(wanted);
 }
 
+/* The lookups of uid in flight. */
+static size_t
+hostpaths_pending_uid(uid_t uid)
+{
+        struct list *pos, *tmp;
+        size_t n = 0;
+
+        LIST_FOREACH_SAFE(pos, tmp, &hostpaths_pending)
+        {
+                n += LIST_ENTRY(pos, struct hostpath_one, node)->uid == uid;
+        }
+        return n;
+}
+
 /* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who. cb
  * is called exactly once: at once when there is nothing to resolve (or too much), else from
  * the loop. */
@@ -136,12 +151,19 @@ hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
                 h->error = xasprintf("the request names %zu host paths; at most %d are resolved: "
                                      "name fewer",
                                      json_object_size(wanted), HOSTPATHS_MAX);
+        else if (hostpaths_pending_uid(who->uid) + json_object_size(wanted) > HOSTPATHS_MAX_PER_UID)
+                h->error = xasprintf("%zu host path lookups of uid %u are in flight and this "
+                                     "request names %zu more; at most %d at a time: wait for "
+                                     "the others to end (within [limits] file_timeout_s) or "
+                                     "name fewer",
+                                     hostpaths_pending_uid(who->uid), (unsigned) who->uid,
+                                     json_object_size(wanted), HOSTPATHS_MAX_PER_UID);
         json_object_foreach(wanted, path, w)
         {
                 if (h->error)
                         break;
                 struct hostpath_one *o = xcalloc(1, sizeof(*o));
-                *o = (struct hostpath_one){.h = h, .path = xstrdup(path)};
+                *o = (struct hostpath_one){.h = h, .path = xstrdup(path), .uid = who->uid};
                 h->pending++;
                 list_add_tail(&hostpaths_pending, &o->node);
                 o->job = caller_path_resolve_nearest(g.loop, as, o->path, hostpaths_timeout_ms(), o,

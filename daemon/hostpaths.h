@@ -15,8 +15,10 @@
 #include "backends/backend.h"
 #include "policy/policy.h"
 
-/* The most paths one request may have resolved. */
-#define HOSTPATHS_MAX 64
+/* The most paths one request may have resolved, and one uid's requests at a time: each is a
+ * helper process of that uid for up to file_timeout_s, however many requests name hung paths. */
+#define HOSTPATHS_MAX         64
+#define HOSTPATHS_MAX_PER_UID 64
 
 /* A judgement: fills out with host_paths and wanted as policy_ctx.host_paths and
  * host_paths_wanted (wanted may be NULL). */

@@ -358,6 +358,30 @@ class HungHostPaths(unittest.TestCase):
         self.stop_while_it_hangs(NOBODY, "exec", lambda p: {
             "command": "docker run --rm -v %s:/x alpine true" % p})
 
+    def test_lookups_in_flight_per_uid(self):
+        """Each lookup is a helper process of the caller for up to file_timeout_s: one uid has
+        at most 64 in flight however many requests name hung paths (before, each request
+        added its own: requests naming hung paths could fill the host's pid table)."""
+        mount = HungMount(NOBODY)
+        self.addCleanup(mount.close)
+        c = client_as(self.daemon.socket, NOBODY)
+        self.addCleanup(c.close)
+
+        def check(k, n):
+            vols = " ".join("-v %s/p%d_%d:/x%d" % (mount.dir, k, i, i) for i in range(n))
+            return {"command": "docker run --rm %s alpine true" % vols}
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "policy.check", "params": check(1, 40)})
+        mount.next_request()  # the first request's 40 lookups wait on the mount
+        c.send({"jsonrpc": "2.0", "id": 2, "method": "policy.check", "params": check(2, 40)})
+        r = c.wait_response(2, timeout=30)  # at once, not after the bound
+        self.assertIn("40 host path lookups of uid %d are in flight and this request names "
+                      "40 more; at most 64 at a time" % NOBODY,
+                      r.get("error", {}).get("message", ""), r)
+        self.assertIn("did not answer", c.wait_response(1, timeout=60)["error"]["message"])
+        # once they ended, lookups are possible again
+        c.send({"jsonrpc": "2.0", "id": 3, "method": "policy.check", "params": check(3, 40)})
+        self.assertIn("did not answer", c.wait_response(3, timeout=60)["error"]["message"])
+
     def test_exec_of_a_command_as_nobody(self):
         # (its default sandbox is made first: local, whose checks do not touch the path)
         self.hang(NOBODY, lambda p: {"command": "docker run --rm -v %s:/x alpine true" % p},
