@@ -83,19 +83,27 @@ static const char dx_wrap[] =
         "2>/dev/null; e=$3; shift 3; if [ \"$e\" -gt 0 ] && command -v env >/dev/null 2>&1; "
         "then exec env \"$@\"; fi; shift \"$e\"; exec \"$@\"";
 
-/* $0 = state file ("" none), $1 = the exec's pid file, then files to remove. First line: the
- * cgroup's oom_kill count (memory.events on v2, memory.oom_control on v1), second: the pid
- * file (a pid, or "cwd" from dx_wrap), then the state blob. */
+/* $0 = state file ("" none), $1 = the exec's pid file, $2 = the oom_kill count seen so far when
+ * the exec died of SIGKILL (137) without our signal ("" else), then files to remove. First
+ * line: the cgroup's oom_kill count (memory.events on v2, memory.oom_control on v1), second:
+ * the pid file (a pid, or "cwd" from dx_wrap), then the state blob. The kernel counts an OOM
+ * kill only after it sent the SIGKILL (and logged it), so after a 137 the count is read again
+ * for up to 0.5 s until it moves. */
 static const char dx_finish_script[] =
-        "o=0\n"
-        "for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do\n"
-        "  [ -r \"$f\" ] || continue\n"
-        "  while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done <\"$f\"; break\n"
+        "p=$1 m=$2 n=0; shift 2\n"
+        "while :; do\n"
+        "  o=0\n"
+        "  for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do\n"
+        "    [ -r \"$f\" ] || continue\n"
+        "    while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done <\"$f\"; break\n"
+        "  done\n"
+        "  [ -n \"$m\" ] && [ \"$o\" -le \"$m\" ] && [ $n -lt 10 ] || break\n"
+        "  n=$((n+1)); sleep 0.05 2>/dev/null || break\n"
         "done\n"
         "echo \"$o\"\n"
-        "w=; read -r w <\"$1\" 2>/dev/null; echo \"$w\"\n"
+        "w=; read -r w <\"$p\" 2>/dev/null; echo \"$w\"\n"
         "[ -n \"$0\" ] && cat \"$0\" 2>/dev/null\n"
-        "rm -f \"$@\" \"$0\"\n";
+        "rm -f \"$p\" \"$@\" \"$0\"\n";
 
 static const struct backend_proc_ops dx_ops;
 static void dx_after_stream(struct dx_proc *p);
@@ -564,7 +572,7 @@ dx_finish(struct dx_proc *p)
         struct backend_sandbox *sb = p->sb;
         bool need = p->state_path || p->ex.exit_code == 137 || sb->ndead >= 32 ||
                     (p->ex.exit_code == 126 && !p->got_output);
-        char **argv;
+        char **argv, seen[24] = "";
         size_t n = 0;
 
         if (!need || strcmp(sb->state, "running") != 0) {
@@ -574,12 +582,15 @@ dx_finish(struct dx_proc *p)
                 dx_deliver_exit(p);
                 return;
         }
+        if (p->ex.exit_code == 137 && !p->signalled)
+                snprintf(seen, sizeof(seen), "%llu", (unsigned long long) sb->oom_seen);
         argv = xcalloc(sb->ndead + 8, sizeof(*argv));
         argv[n++] = "sh";
         argv[n++] = "-c";
         argv[n++] = (char *) dx_finish_script;
         argv[n++] = p->state_path ? p->state_path : "";
         argv[n++] = p->pidfile;
+        argv[n++] = seen;
         char *save = NULL;
         for (char *tok = sb->dead_pidfiles.data ? strtok_r(sb->dead_pidfiles.data, " ", &save)
                                                 : NULL;
