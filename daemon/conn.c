@@ -197,15 +197,7 @@ conn_input_bytes(uid_t uid)
 unsigned
 conn_count_uid(uid_t uid)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &conn_all)
-        {
-                if (LIST_ENTRY(pos, struct conn, node)->uid == uid)
-                        n++;
-        }
-        return n;
+        return LIST_COUNT_UID(&conn_all, struct conn, node, uid, uid);
 }
 
 /* Bytes queued to uid's connections, not yet written. */

@@ -46,14 +46,7 @@ static struct list file_ops = {&file_ops, &file_ops};
 static unsigned
 file_ops_uid(uid_t uid)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &file_ops)
-        {
-                n += LIST_ENTRY(pos, struct file_op, node)->uid == uid;
-        }
-        return n;
+        return LIST_COUNT_UID(&file_ops, struct file_op, node, uid, uid);
 }
 
 static struct file_op *

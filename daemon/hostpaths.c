@@ -124,14 +124,7 @@ hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
 static size_t
 hostpaths_pending_uid(uid_t uid)
 {
-        struct list *pos, *tmp;
-        size_t n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &hostpaths_pending)
-        {
-                n += LIST_ENTRY(pos, struct hostpath_one, node)->uid == uid;
-        }
-        return n;
+        return LIST_COUNT_UID(&hostpaths_pending, struct hostpath_one, node, uid, uid);
 }
 
 /* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who. cb

@@ -119,15 +119,7 @@ proc_running_count(void)
 unsigned
 proc_running_uid(uid_t uid)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &proc_live_list)
-        {
-                if (LIST_ENTRY(pos, struct proc, lnode)->owner == uid)
-                        n++;
-        }
-        return n;
+        return LIST_COUNT_UID(&proc_live_list, struct proc, lnode, owner, uid);
 }
 
 /* Requests waiting on uid's processes (process.read, process.wait, repeated execs); every

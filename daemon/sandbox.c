@@ -145,15 +145,7 @@ sandbox_count(void)
 unsigned
 sandbox_count_uid(uid_t uid)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &sandbox_all)
-        {
-                if (LIST_ENTRY(pos, struct sandbox, node)->owner == uid)
-                        n++;
-        }
-        return n;
+        return LIST_COUNT_UID(&sandbox_all, struct sandbox, node, owner, uid);
 }
 
 static const char *const sandbox_state_names[] = {"creating", "ready", "destroying", "gone"};

@@ -28,6 +28,7 @@ sandbox_preview_host_access(struct sandbox *sb)
 
 struct sandbox_preview {
         struct list node; /* in sandbox_previews while the backend looks */
+        uid_t uid;        /* whose */
         struct sandbox *sb;
         struct sandbox_spec spec;
         sandbox_ready_cb cb;
@@ -39,12 +40,7 @@ static struct list sandbox_previews = {&sandbox_previews, &sandbox_previews};
 static unsigned
 sandbox_previews_of(uid_t uid)
 {
-        struct list *pos, *tmp;
-        unsigned n = 0;
-
-        LIST_FOREACH_SAFE(pos, tmp, &sandbox_previews)
-        n += LIST_ENTRY(pos, struct sandbox_preview, node)->sb->owner == uid;
-        return n;
+        return LIST_COUNT_UID(&sandbox_previews, struct sandbox_preview, node, uid, uid);
 }
 
 static void
@@ -105,6 +101,7 @@ sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb
         }
         pv = xcalloc(1, sizeof(*pv));
         pv->sb = sandbox_preview_new(c, ops);
+        pv->uid = conn_uid(c);
         pv->cb = cb;
         pv->ctx = ctx;
         list_add_tail(&sandbox_previews, &pv->node);

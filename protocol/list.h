@@ -2,6 +2,8 @@
 #ifndef SANDBOXD_LIST_H
 #define SANDBOXD_LIST_H
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -45,6 +47,25 @@ list_count(const struct list *l)
                 n++;
         return n;
 }
+
+/* Entries of head whose uid_t at offset off from their node is uid (see LIST_COUNT_UID). */
+static inline unsigned
+list_count_uid(const struct list *head, ptrdiff_t off, uid_t uid)
+{
+        unsigned n = 0;
+
+        for (const struct list *p = head->next; p != head; p = p->next)
+                n += *(const uid_t *) (const void *) ((const char *) p + off) == uid;
+        return n;
+}
+
+/* Entries of head (each a type linked by its member) whose uid_t field is uid: the one count
+ * behind every per-uid limit. (The comparison with a uid_t pointer checks the field's type.) */
+#define LIST_COUNT_UID(head, type, member, field, uid)                                             \
+        ((void) sizeof(&((type *) 0)->field == (uid_t *) 0),                                       \
+         list_count_uid((head),                                                                    \
+                        (ptrdiff_t) offsetof(type, field) - (ptrdiff_t) offsetof(type, member),    \
+                        (uid)))
 
 /* Unlinks n and leaves it self-linked, so unlinking twice is harmless. */
 static inline void

@@ -12,6 +12,7 @@
 #include "daemon/spool.h"
 #include "protocol/codec.h"
 #include "protocol/frame.h"
+#include "protocol/list.h"
 #include "protocol/params.h"
 #include "protocol/sockpath.h"
 #include "protocol/util.h"
@@ -437,6 +438,33 @@ START_TEST(test_sockpath)
 }
 END_TEST
 
+/* LIST_COUNT_UID counts the entries whose uid field matches, wherever the field and the node
+ * lie in the struct (before or after each other). */
+struct uid_entry {
+        uid_t before;
+        struct list node;
+        uid_t after;
+};
+
+START_TEST(test_list_count_uid)
+{
+        struct list head;
+        struct uid_entry e[5] = {{1, {0}, 7}, {2, {0}, 7}, {1, {0}, 8}, {3, {0}, 7}, {1, {0}, 7}};
+
+        list_init(&head);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, before, 1), 0);
+        for (size_t i = 0; i < 5; i++)
+                list_add_tail(&head, &e[i].node);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, before, 1), 3);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, before, 3), 1);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, before, 4), 0);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, after, 7), 4);
+        list_del(&e[0].node);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, before, 1), 2);
+        ck_assert_uint_eq(LIST_COUNT_UID(&head, struct uid_entry, node, after, 8), 1);
+}
+END_TEST
+
 /* Test entry point. */
 int
 main(void)
@@ -458,6 +486,7 @@ main(void)
         tcase_add_test(tc, test_spool_stop);
         tcase_add_test(tc, test_config);
         tcase_add_test(tc, test_sockpath);
+        tcase_add_test(tc, test_list_count_uid);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
