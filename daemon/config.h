@@ -39,8 +39,9 @@ struct config {
         uint64_t max_stdin_bytes;
         uint64_t max_pending_requests;
         uint64_t max_pending_requests_per_uid;
-        uint64_t file_timeout_s;          /* each phase of a file op (resolve, I/O) */
-        uint64_t max_input_bytes_per_uid; /* read buffers (half-sent lines) of one uid */
+        uint64_t file_timeout_s;           /* each phase of a file op (resolve, I/O) */
+        uint64_t max_input_bytes_per_uid;  /* read buffers (half-sent lines) of one uid */
+        uint64_t max_path_lookups_per_uid; /* host path helpers of one uid (hostpaths.h) */
         /* [exec] */
         uint64_t default_timeout_s;
         uint64_t max_foreground_timeout_s;

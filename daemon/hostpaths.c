@@ -10,13 +10,14 @@
 #include "protocol/util.h"
 
 /* The outcome of resolving a request's paths: paths (borrowed for the call), path -> where it
- * leads or null (the caller cannot reach it), with every wanted path in it; or error (paths
- * NULL), a message naming the path that did not answer and the cause. */
-typedef void (*hostpaths_cb)(void *ctx, json_t *paths, const char *error);
+ * leads or null (the caller cannot reach it), with every wanted path in it; or err (paths
+ * NULL; the callee may move it), naming the path that did not answer and the cause, or the
+ * limit the request would pass. */
+typedef void (*hostpaths_cb)(void *ctx, json_t *paths, struct sbx_error *err);
 
 struct hostpaths {
         json_t *paths;
-        char *error; /* the first failure */
+        struct sbx_error err; /* the first failure */
         size_t pending;
         void *ctx;
         hostpaths_cb cb;
@@ -39,9 +40,9 @@ hostpaths_done(struct hostpaths *h)
 {
         if (--h->pending)
                 return;
-        h->cb(h->ctx, h->error ? NULL : h->paths, h->error);
+        h->cb(h->ctx, h->err.code ? NULL : h->paths, h->err.code ? &h->err : NULL);
         json_decref(h->paths);
-        free(h->error);
+        sbx_error_clear(&h->err);
         free(h);
 }
 
@@ -59,10 +60,11 @@ hostpath_cb(void *ctx, const char *real, bool is_dir, const char *error)
 
         (void) is_dir;
         list_del(&o->node);
-        if (error && !h->error)
-                h->error = xasprintf("host path '%s' did not answer within %llu s: a hung "
-                                     "mount? name another path (%s; [limits] file_timeout_s)",
-                                     o->path, (unsigned long long) g.config->file_timeout_s, error);
+        if (error && !h->err.code)
+                sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
+                              "host path '%s' did not answer within %llu s: a hung mount? name "
+                              "another path (%s; [limits] file_timeout_s)",
+                              o->path, (unsigned long long) g.config->file_timeout_s, error);
         else if (!error)
                 json_object_set_new(h->paths, o->path, real ? json_string(real) : json_null());
         free(o->path);
@@ -80,19 +82,29 @@ struct hostpaths_judging {
 };
 
 static void
-hostpaths_judged(void *ctx, json_t *paths, const char *error)
+hostpaths_judged(void *ctx, json_t *paths, struct sbx_error *err)
 {
         struct hostpaths_judging *j = ctx;
         struct policy_result r = {0};
 
-        if (error) {
-                j->done(j->ctx, NULL, NULL, error);
+        if (err) {
+                j->done(j->ctx, NULL, NULL, err);
         } else {
                 j->eval(j->ctx, paths, NULL, &r);
                 j->done(j->ctx, &r, paths, NULL);
                 policy_result_clear(&r);
         }
         free(j);
+}
+
+/* The error of a request whose host paths were not resolved. */
+void
+hostpaths_fail(struct sbx_error *out, struct sbx_error *err, const char *backend, const char *what)
+{
+        sbx_error_move(out, err);
+        if (out->code == SBX_E_BACKEND && !out->data && backend)
+                out->data = json_pack("{s:s,s:s}", "backend", backend, "detail", out->message);
+        sbx_error_prefix(out, "cannot judge %s", what);
 }
 
 /* Judges with the host paths resolved first. */
@@ -120,11 +132,22 @@ hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
         json_decref(wanted);
 }
 
-/* The lookups of uid in flight. */
-static size_t
-hostpaths_pending_uid(uid_t uid)
+/* Whether uid may start n more lookups: 0, or -1 with err set (-32004). */
+static int
+hostpaths_budget(uid_t uid, size_t n, struct sbx_error *err)
 {
-        return LIST_COUNT_UID(&hostpaths_pending, struct hostpath_one, node, uid, uid);
+        unsigned busy = LIST_COUNT_UID(&hostpaths_pending, struct hostpath_one, node, uid, uid);
+        uint64_t max = g.config->max_path_lookups_per_uid;
+
+        if (busy + n <= max)
+                return 0;
+        sbx_error_limit(err, "max_path_lookups_per_uid", (long long) max,
+                        "limit reached: %u host path lookups of uid %u are in flight and this "
+                        "request names %zu more; at most %llu at a time ([limits] "
+                        "max_path_lookups_per_uid): wait for the others to end (within [limits] "
+                        "file_timeout_s) or name fewer",
+                        busy, (unsigned) uid, n, (unsigned long long) max);
+        return -1;
 }
 
 /* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who. cb
@@ -141,19 +164,15 @@ hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
 
         *h = (struct hostpaths){.paths = json_object(), .pending = 1, .ctx = ctx, .cb = cb};
         if (json_object_size(wanted) > HOSTPATHS_MAX)
-                h->error = xasprintf("the request names %zu host paths; at most %d are resolved: "
-                                     "name fewer",
-                                     json_object_size(wanted), HOSTPATHS_MAX);
-        else if (hostpaths_pending_uid(who->uid) + json_object_size(wanted) > HOSTPATHS_MAX_PER_UID)
-                h->error = xasprintf("%zu host path lookups of uid %u are in flight and this "
-                                     "request names %zu more; at most %d at a time: wait for "
-                                     "the others to end (within [limits] file_timeout_s) or "
-                                     "name fewer",
-                                     hostpaths_pending_uid(who->uid), (unsigned) who->uid,
-                                     json_object_size(wanted), HOSTPATHS_MAX_PER_UID);
+                sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
+                              "the request names %zu host paths; at most %d are resolved: name "
+                              "fewer",
+                              json_object_size(wanted), HOSTPATHS_MAX);
+        else
+                hostpaths_budget(who->uid, json_object_size(wanted), &h->err);
         json_object_foreach(wanted, path, w)
         {
-                if (h->error)
+                if (h->err.code)
                         break;
                 struct hostpath_one *o = xcalloc(1, sizeof(*o));
                 *o = (struct hostpath_one){.h = h, .path = xstrdup(path), .uid = who->uid};

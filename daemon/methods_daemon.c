@@ -382,14 +382,17 @@ check_in_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_resul
 }
 
 static void
-check_in_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+check_in_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
 {
         struct check_in_job *j = ctx;
+        struct sbx_error err = {0};
 
-        if (error)
-                rpc_error_msg(j->req, SBX_E_BACKEND, "cannot judge the command: %s", error);
-        else
+        if (herr) {
+                hostpaths_fail(&err, herr, j->sb->ops->name, "the command");
+                rpc_error(j->req, &err);
+        } else {
                 policy_check_reply(j->req, r, j->host_access);
+        }
         sandbox_unref(j->sb);
         free(j);
 }
@@ -431,16 +434,14 @@ check_spec_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_res
 }
 
 static void
-check_spec_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+check_spec_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
 {
         struct check_spec_job *j = ctx;
         struct sbx_error err = {0};
 
-        if (error) {
-                sbx_error_set(&err, SBX_E_BACKEND, NULL, "cannot judge the sandbox spec: %s",
-                              error);
+        if (herr) {
+                hostpaths_fail(&err, herr, j->ctx.backend, "the sandbox spec");
                 rpc_error(j->req, &err);
-                sbx_error_clear(&err);
         } else {
                 /* What the backend refuses before making anything is the create's answer too. */
                 if (!r->invalid.code && r->verdict != POLICY_DENY &&

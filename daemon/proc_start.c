@@ -319,7 +319,7 @@ proc_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_res
 
 /* The judgement (with the host paths it names resolved): approval next. */
 static void
-proc_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+proc_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
 {
         struct proc *p = ctx;
         struct sbx_error err = {0};
@@ -330,8 +330,8 @@ proc_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error
                 proc_unref(p);
                 return;
         }
-        if (error) {
-                sbx_error_set(&err, SBX_E_BACKEND, NULL, "cannot judge the command: %s", error);
+        if (herr) {
+                hostpaths_fail(&err, herr, p->sb->ops->name, "the command");
                 proc_fail(p, &err);
                 sbx_error_clear(&err);
                 proc_unref(p);

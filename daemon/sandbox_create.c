@@ -375,15 +375,15 @@ sandbox_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_
 /* The judgement, with the host paths it named resolved (paths, for the backend): approval
  * next, then the backend. */
 static void
-sandbox_judged(void *ctx, struct policy_result *r, json_t *paths, const char *error)
+sandbox_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
 {
         struct sandbox_create *sc = ctx;
         struct sandbox *sb = sc->sb;
         struct sbx_error err = {0};
         struct policy_ctx pctx;
 
-        if (error) {
-                sbx_error_backend(&err, sb->ops->name, "cannot judge the sandbox spec: %s", error);
+        if (herr) {
+                hostpaths_fail(&err, herr, sb->ops->name, "the sandbox spec");
                 sandbox_create_fail(sc, &err);
                 sbx_error_clear(&err);
                 return;

@@ -264,6 +264,12 @@ class DestroyLeavesNothing(unittest.TestCase):
         self.cycle("none", "true %s")
 
 
+def lookups(mount, k, n):
+    """policy.check params naming n host paths below mount (request k's own)."""
+    vols = " ".join("-v %s/p%d_%d:/x%d" % (mount.dir, k, i, i) for i in range(n))
+    return {"command": "docker run --rm %s alpine true" % vols}
+
+
 @needs_root("needs root to mount FUSE and to act as a second uid")
 class HungHostPaths(unittest.TestCase):
     """A host path a client names (a bind source, `docker run -v SRC:…` in a command) below a
@@ -276,7 +282,7 @@ class HungHostPaths(unittest.TestCase):
         from test_docker import config, require_docker, stop_removing_containers
         require_docker()
         cls.daemon = Daemon(config() + "[daemon]\nallow_users = nobody\nsocket_group = nogroup\n"
-                            "[limits]\nfile_timeout_s = 1\n")
+                            "[limits]\nfile_timeout_s = 1\nmax_path_lookups_per_uid = 8\n")
         cls.stop_containers = stop_removing_containers
         os.chmod(cls.daemon.dir, 0o755)
 
@@ -360,26 +366,29 @@ class HungHostPaths(unittest.TestCase):
 
     def test_lookups_in_flight_per_uid(self):
         """Each lookup is a helper process of the caller for up to file_timeout_s: one uid has
-        at most 64 in flight however many requests name hung paths (before, each request
-        added its own: requests naming hung paths could fill the host's pid table)."""
+        at most [limits] max_path_lookups_per_uid (8 here) in flight however many requests
+        name hung paths (before, each request added its own: requests naming hung paths could
+        fill the host's pid table); past it, -32004 {limit, value} as for the other limits."""
         mount = HungMount(NOBODY)
         self.addCleanup(mount.close)
         c = client_as(self.daemon.socket, NOBODY)
         self.addCleanup(c.close)
-
-        def check(k, n):
-            vols = " ".join("-v %s/p%d_%d:/x%d" % (mount.dir, k, i, i) for i in range(n))
-            return {"command": "docker run --rm %s alpine true" % vols}
-        c.send({"jsonrpc": "2.0", "id": 1, "method": "policy.check", "params": check(1, 40)})
-        mount.next_request()  # the first request's 40 lookups wait on the mount
-        c.send({"jsonrpc": "2.0", "id": 2, "method": "policy.check", "params": check(2, 40)})
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "policy.check",
+                "params": lookups(mount, 1, 5)})
+        mount.next_request()  # the first request's 5 lookups wait on the mount
+        c.send({"jsonrpc": "2.0", "id": 2, "method": "policy.check",
+                "params": lookups(mount, 2, 4)})
         r = c.wait_response(2, timeout=30)  # at once, not after the bound
-        self.assertIn("40 host path lookups of uid %d are in flight and this request names "
-                      "40 more; at most 64 at a time" % NOBODY,
-                      r.get("error", {}).get("message", ""), r)
+        self.assertEqual(r.get("error", {}).get("code"), -32004, r)
+        self.assertEqual(r["error"].get("data"),
+                         {"limit": "max_path_lookups_per_uid", "value": 8}, r)
+        self.assertIn("5 host path lookups of uid %d are in flight and this request names "
+                      "4 more; at most 8 at a time ([limits] max_path_lookups_per_uid)" % NOBODY,
+                      r["error"]["message"])
         self.assertIn("did not answer", c.wait_response(1, timeout=60)["error"]["message"])
         # once they ended, lookups are possible again
-        c.send({"jsonrpc": "2.0", "id": 3, "method": "policy.check", "params": check(3, 40)})
+        c.send({"jsonrpc": "2.0", "id": 3, "method": "policy.check",
+                "params": lookups(mount, 3, 8)})
         self.assertIn("did not answer", c.wait_response(3, timeout=60)["error"]["message"])
 
     def test_exec_of_a_command_as_nobody(self):
