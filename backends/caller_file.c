@@ -56,6 +56,7 @@ struct caller_job {
         int ctl, memfd;
         pid_t pid;
         bool poll_init, done, reported, cancelled;
+        bool killed; /* caller_job_abort's SIGKILL is sent: never again (the pid may be reaped) */
         unsigned timeout_ms;
         char *path;
         size_t max;
@@ -279,7 +280,7 @@ cf_finish(struct caller_job *j, const char *data, size_t len)
         if (!j->cancelled)
                 cf_tell(j, data, len);
         /* Reaped here when it has exited already, else by the daemon's SIGCHLD reaper. */
-        if (j->pid > 0 && !j->reported)
+        if (j->pid > 0 && !j->reported && !j->killed)
                 kill(j->pid, SIGKILL); /* stuck on a slow filesystem */
         if (j->pid > 0)
                 waitpid(j->pid, &status, WNOHANG);
@@ -557,6 +558,24 @@ caller_path_resolve_nearest(uv_loop_t *loop, const struct backend_identity *who,
                             unsigned timeout_ms, void *ctx, caller_path_cb cb)
 {
         return cf_resolve_start(loop, who, path, timeout_ms, ctx, cb, true);
+}
+
+/* Ends a job now: its helper is killed, its callback follows from the loop with why. */
+void
+caller_job_abort(struct caller_job *j, const char *why)
+{
+        if (j->done || j->killed)
+                return;
+        free(j->error);
+        j->error = xstrdup(why);
+        if (j->pid > 0 && !j->reported) {
+                kill(j->pid, SIGKILL);
+                j->killed = true;
+        }
+        /* Nothing the helper says any more (its death, a late answer) replaces why. */
+        if (j->poll_init)
+                uv_poll_stop(&j->poll);
+        uv_timer_start(&j->timer, cf_timer_cb, 0, 0);
 }
 
 /* Abandons a job whose callback has not come: its helper is killed, no callback follows. */

@@ -64,6 +64,9 @@ struct caller_job *caller_path_resolve(uv_loop_t *loop, const struct backend_ide
 struct caller_job *caller_path_resolve_nearest(uv_loop_t *loop, const struct backend_identity *who,
                                                const char *path, unsigned timeout_ms, void *ctx,
                                                caller_path_cb cb);
+/* Ends a job before its callback (its client is gone): the helper is killed at once and the
+ * callback follows from the loop, never before this returns, with why (copied) as its error. */
+void caller_job_abort(struct caller_job *j, const char *why);
 /* Abandons a job before its callback (daemon shutdown): the helper is killed, its handles
  * close, and no callback follows. */
 void caller_job_cancel(struct caller_job *j);

@@ -5,6 +5,7 @@
 
 #include "backends/caller_file.h"
 #include "daemon/config.h"
+#include "daemon/conn.h"
 #include "daemon/daemon.h"
 #include "protocol/list.h"
 #include "protocol/util.h"
@@ -19,6 +20,9 @@ struct hostpaths {
         json_t *paths;
         struct sbx_error err; /* the first failure */
         size_t pending;
+        struct conn *conn;       /* referenced, NULL: no client (a recreate) */
+        struct conn_watch watch; /* on conn while lookups wait: a client gone ends them */
+        bool gone;               /* it went */
         void *ctx;
         hostpaths_cb cb;
 };
@@ -29,21 +33,48 @@ struct hostpath_one {
         char *path;
         uid_t uid; /* whose lookup it is */
         struct caller_job *job;
-        struct list node; /* in hostpaths_pending */
+        struct list node; /* in hostpaths_pending, or hostpaths_ending once aborted */
 };
 
-/* Every path being resolved, for hostpaths_shutdown. */
+/* Every path being resolved (what counts for max_path_lookups_per_uid), and those whose client
+ * went (their helpers killed, their callbacks due from the loop): both for hostpaths_shutdown. */
 static struct list hostpaths_pending = {&hostpaths_pending, &hostpaths_pending};
+static struct list hostpaths_ending = {&hostpaths_ending, &hostpaths_ending};
 
 static void
 hostpaths_done(struct hostpaths *h)
 {
         if (--h->pending)
                 return;
+        conn_watch_del(&h->watch);
         h->cb(h->ctx, h->err.code ? NULL : h->paths, h->err.code ? &h->err : NULL);
+        if (h->conn)
+                conn_unref(h->conn);
         json_decref(h->paths);
         sbx_error_clear(&h->err);
         free(h);
+}
+
+/* The client went: each lookup's helper is killed now and its slot is free at once; the
+ * callbacks follow from the loop (not from inside conn_close, whose watch list the request's
+ * failure may change). */
+static void
+hostpaths_conn_closed_cb(struct conn_watch *w)
+{
+        struct hostpaths *h = LIST_ENTRY(w, struct hostpaths, watch);
+        struct list *pos, *tmp;
+
+        list_init(&w->node); /* unlinked by conn already */
+        h->gone = true;
+        LIST_FOREACH_SAFE(pos, tmp, &hostpaths_pending)
+        {
+                struct hostpath_one *o = LIST_ENTRY(pos, struct hostpath_one, node);
+                if (o->h != h)
+                        continue;
+                list_del(&o->node);
+                list_add_tail(&hostpaths_ending, &o->node);
+                caller_job_abort(o->job, "its client disconnected");
+        }
 }
 
 static unsigned
@@ -60,7 +91,10 @@ hostpath_cb(void *ctx, const char *real, bool is_dir, const char *error)
 
         (void) is_dir;
         list_del(&o->node);
-        if (error && !h->err.code)
+        if (error && h->gone && !h->err.code)
+                sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
+                              "host path '%s' was not resolved: the client disconnected", o->path);
+        else if (error && !h->err.code)
                 sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
                               "host path '%s' did not answer within %llu s: a hung mount? name "
                               "another path (%s; [limits] file_timeout_s)",
@@ -72,8 +106,8 @@ hostpath_cb(void *ctx, const char *real, bool is_dir, const char *error)
         hostpaths_done(h);
 }
 
-static void hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
-                              hostpaths_cb cb);
+static void hostpaths_resolve(json_t *wanted, struct conn *c, const struct backend_identity *who,
+                              void *ctx, hostpaths_cb cb);
 
 struct hostpaths_judging {
         hostpaths_eval_fn eval;
@@ -109,7 +143,7 @@ hostpaths_fail(struct sbx_error *out, struct sbx_error *err, const char *backend
 
 /* Judges with the host paths resolved first. */
 void
-hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
+hostpaths_judge(struct conn *c, const struct backend_identity *who, hostpaths_eval_fn eval,
                 hostpaths_judged_fn done, void *ctx)
 {
         json_t *none = json_object(), *wanted = json_object();
@@ -128,7 +162,7 @@ hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
         policy_result_clear(&r);
         j = xcalloc(1, sizeof(*j));
         *j = (struct hostpaths_judging){eval, done, ctx};
-        hostpaths_resolve(wanted, who, j, hostpaths_judged);
+        hostpaths_resolve(wanted, c, who, j, hostpaths_judged);
         json_decref(wanted);
 }
 
@@ -150,11 +184,12 @@ hostpaths_budget(uid_t uid, size_t n, struct sbx_error *err)
         return -1;
 }
 
-/* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who. cb
- * is called exactly once: at once when there is nothing to resolve (or too much), else from
- * the loop. */
+/* Resolves each path of wanted (object whose keys are absolute paths, borrowed) as who, for
+ * c's client (may be NULL). cb is called exactly once: at once when there is nothing to
+ * resolve (or too much, or the client is gone), else from the loop. */
 static void
-hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx, hostpaths_cb cb)
+hostpaths_resolve(json_t *wanted, struct conn *c, const struct backend_identity *who, void *ctx,
+                  hostpaths_cb cb)
 {
         struct hostpaths *h = xcalloc(1, sizeof(*h));
         /* A root caller of a root daemon: the daemon's rights are the caller's. */
@@ -162,8 +197,15 @@ hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
         const char *path;
         json_t *w;
 
-        *h = (struct hostpaths){.paths = json_object(), .pending = 1, .ctx = ctx, .cb = cb};
-        if (json_object_size(wanted) > HOSTPATHS_MAX)
+        *h = (struct hostpaths){
+                .paths = json_object(), .pending = 1, .conn = c, .ctx = ctx, .cb = cb};
+        list_init(&h->watch.node);
+        if (c)
+                conn_ref(c);
+        if (c && conn_closing(c))
+                sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
+                              "the host paths were not resolved: the client disconnected");
+        else if (json_object_size(wanted) > HOSTPATHS_MAX)
                 sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
                               "the request names %zu host paths; at most %d are resolved: name "
                               "fewer",
@@ -181,20 +223,31 @@ hostpaths_resolve(json_t *wanted, const struct backend_identity *who, void *ctx,
                 o->job = caller_path_resolve_nearest(g.loop, as, o->path, hostpaths_timeout_ms(), o,
                                                      hostpath_cb);
         }
+        if (c && h->pending > 1) {
+                h->watch.on_close = hostpaths_conn_closed_cb;
+                conn_watch_add(c, &h->watch);
+        }
         /* The first reference: a request with nothing to resolve is answered at once. */
         hostpaths_done(h);
+}
+
+static void
+hostpaths_end_all(struct list *l)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, l)
+        {
+                struct hostpath_one *o = LIST_ENTRY(pos, struct hostpath_one, node);
+                caller_job_cancel(o->job);
+                hostpath_cb(o, NULL, false, "the daemon is stopping");
+        }
 }
 
 /* The daemon stops: every resolution still waiting ends now, failed (its helper killed). */
 void
 hostpaths_shutdown(void)
 {
-        struct list *pos, *tmp;
-
-        LIST_FOREACH_SAFE(pos, tmp, &hostpaths_pending)
-        {
-                struct hostpath_one *o = LIST_ENTRY(pos, struct hostpath_one, node);
-                caller_job_cancel(o->job);
-                hostpath_cb(o, NULL, false, "the daemon is stopping");
-        }
+        hostpaths_end_all(&hostpaths_pending);
+        hostpaths_end_all(&hostpaths_ending);
 }

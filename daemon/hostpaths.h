@@ -31,9 +31,13 @@ typedef void (*hostpaths_eval_fn)(void *ctx, json_t *host_paths, json_t *wanted,
 typedef void (*hostpaths_judged_fn)(void *ctx, struct policy_result *r, json_t *paths,
                                     struct sbx_error *err);
 
+struct conn;
+
 /* Judges once with nothing resolved, resolves what that named as who, judges again with the
- * answers: done is called exactly once, at once when no host path is named. */
-void hostpaths_judge(const struct backend_identity *who, hostpaths_eval_fn eval,
+ * answers: done is called exactly once, at once when no host path is named. c (borrowed, may
+ * be NULL: no client) is the connection that asked: when it closes, the lookups end at once
+ * (their helpers killed, their slots free) and done follows from the loop with -32005. */
+void hostpaths_judge(struct conn *c, const struct backend_identity *who, hostpaths_eval_fn eval,
                      hostpaths_judged_fn done, void *ctx);
 
 /* The error a request whose host paths were not resolved fails with: err (hostpaths_judged_fn's,

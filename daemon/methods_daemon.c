@@ -406,7 +406,7 @@ check_in(struct rpc_req *req, const struct check_args *a, struct sandbox *sb)
 
         *j = (struct check_in_job){.req = req, .a = *a, .sb = sb};
         sandbox_ref(sb);
-        hostpaths_judge(&sb->who, check_in_eval, check_in_judged, j);
+        hostpaths_judge(req->conn, &sb->who, check_in_eval, check_in_judged, j);
 }
 
 /* A spec judged with its host paths resolved first, as the caller, off the loop. */
@@ -464,7 +464,7 @@ check_spec(struct rpc_req *req, const struct check_args *a)
         j->req = req;
         j->a = *a;
         sandbox_identity(req->conn, &j->who);
-        hostpaths_judge(&j->who, check_spec_eval, check_spec_judged, j);
+        hostpaths_judge(req->conn, &j->who, check_spec_eval, check_spec_judged, j);
 }
 
 struct check_job {

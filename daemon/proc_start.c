@@ -359,7 +359,7 @@ proc_judge(struct proc *p)
 {
         p->state = PROC_POLICY;
         proc_ref(p); /* until approval_decide's callback */
-        hostpaths_judge(&p->sb->who, proc_judge_eval, proc_judged, p);
+        hostpaths_judge(p->req ? p->req->conn : NULL, &p->sb->who, proc_judge_eval, proc_judged, p);
 }
 
 void

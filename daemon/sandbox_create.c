@@ -413,7 +413,7 @@ static void
 sandbox_judge(struct sandbox_create *sc, json_t *facts)
 {
         sc->facts = json_incref(facts);
-        hostpaths_judge(&sc->sb->who, sandbox_judge_eval, sandbox_judged, sc);
+        hostpaths_judge(sc->conn, &sc->sb->who, sandbox_judge_eval, sandbox_judged, sc);
 }
 
 static void

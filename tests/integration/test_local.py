@@ -87,6 +87,17 @@ def killed(pid):
     return not alive(pid) or bool(pending & (1 << (signal.SIGKILL - 1)))
 
 
+def nobody_daemon_and_mount(test, conf=""):
+    """A root daemon nobody may use, with conf, and a hung mount of nobody's (both go with
+    test's clean-up, the mount first)."""
+    d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n" + conf)
+    os.chmod(d.dir, 0o755)
+    test.addCleanup(d.stop)
+    mount = HungMount(NOBODY)
+    test.addCleanup(lambda: mount.fd is None or mount.close())
+    return d, mount
+
+
 @needs_root("needs root to mount a FUSE file system and to act as a second uid")
 class HungWorkdir(unittest.TestCase):
     @classmethod
@@ -150,11 +161,7 @@ class HungWorkdir(unittest.TestCase):
 
     def client_gone(self, isolation):
         # The default bound (60 s): the create would wait for it, were it not cancelled.
-        d = Daemon("[daemon]\nallow_users = nobody\nsocket_group = nogroup\n")
-        os.chmod(d.dir, 0o755)
-        self.addCleanup(d.stop)
-        mount = HungMount(NOBODY)
-        self.addCleanup(lambda: mount.fd is None or mount.close())
+        d, mount = nobody_daemon_and_mount(self)
         c = client_as(d.socket, NOBODY)
         c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
                 "params": {"backend": "local", "workdir": os.path.join(mount.dir, "w"),
@@ -262,6 +269,20 @@ class DestroyLeavesNothing(unittest.TestCase):
 
     def test_on_the_host(self):
         self.cycle("none", "true %s")
+
+
+def children_of(pid, uid):
+    """The pids of pid's children running as uid."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/status" % d) as f:
+                st = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            continue
+        if int(st["PPid"]) == pid and int(st["Uid"].split()[0]) == uid:
+            found.append(int(d))
+    return set(found)
 
 
 def lookups(mount, k, n):
@@ -390,6 +411,42 @@ class HungHostPaths(unittest.TestCase):
         c.send({"jsonrpc": "2.0", "id": 3, "method": "policy.check",
                 "params": lookups(mount, 3, 8)})
         self.assertIn("did not answer", c.wait_response(3, timeout=60)["error"]["message"])
+
+    def test_client_gone_mid_lookup(self):
+        """A client that disconnects while its lookups wait: their helpers are killed at once
+        and their slots are free at once (before, each lived until file_timeout_s, 60 s by
+        default here, holding one of the uid's slots: the next request was refused)."""
+        d, mount = nobody_daemon_and_mount(self, "[limits]\nmax_path_lookups_per_uid = 8\n")
+        a = client_as(d.socket, NOBODY)
+        a.send({"jsonrpc": "2.0", "id": 1, "method": "policy.check",
+                "params": lookups(mount, 1, 8)})
+        self.assertEqual(mount.next_request()[4], NOBODY)
+        until(lambda: len(children_of(d.proc.pid, NOBODY)) >= 8,
+              lambda: "helpers: %s" % children_of(d.proc.pid, NOBODY))
+        helpers = children_of(d.proc.pid, NOBODY)
+        other = client_as(d.socket, None)  # another uid, answered meanwhile
+        self.addCleanup(other.close)
+        self.assertIn("version", other.call("daemon.info", timeout=30))
+        a.close()
+        until(lambda: all(killed(h) for h in helpers),
+              lambda: "not killed: %s" % [h for h in helpers if not killed(h)])
+        # Their slots are free: the uid's next 8 lookups start (and wait on the mount).
+        b = client_as(d.socket, NOBODY)
+        self.addCleanup(b.close)
+        b.send({"jsonrpc": "2.0", "id": 2, "method": "policy.check",
+                "params": lookups(mount, 2, 8)})
+        def refused():  # (for the message: what came instead)
+            try:
+                return b.wait_response(2, timeout=0.1)
+            except TimeoutError:
+                return "no answer"
+        until(lambda: len(children_of(d.proc.pid, NOBODY) - helpers) >= 8,
+              lambda: "new helpers: %s; instead: %s" % (
+                  children_of(d.proc.pid, NOBODY) - helpers, refused()))
+        mount.close()  # the mount answers (ENOTCONN): the paths are judged unreachable
+        r = b.wait_response(2, timeout=30)
+        self.assertIn("verdict", r.get("result", {}), r)
+        self.assertIn("version", other.call("daemon.info", timeout=30))
 
     def test_exec_of_a_command_as_nobody(self):
         # (its default sandbox is made first: local, whose checks do not touch the path)
