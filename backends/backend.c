@@ -98,6 +98,25 @@ backend_all(void)
         return backend_table;
 }
 
+/* The host paths a re-judgement takes. */
+json_t *
+backend_rejudge_paths(json_t *resolved)
+{
+        json_t *paths = json_object(), *v;
+        const char *k;
+
+        json_object_foreach(resolved, k, v)
+        {
+                char *key = policy_host_path_key(k);
+                if (key)
+                        json_object_set(paths, key, v);
+                free(key);
+                if (json_is_string(v))
+                        json_object_set(paths, json_string_value(v), v);
+        }
+        return paths;
+}
+
 int
 backend_rejudge(const char *backend, json_t *requested, json_t *real, json_t *host_paths,
                 const char *what, struct sbx_error *err, bool *host_access)

@@ -457,6 +457,10 @@ bool backend_identity_listed(const char *users, const char *groups,
  * is looked up on the filesystem (one not in it is judged unresolved). */
 int backend_rejudge(const char *backend, json_t *requested, json_t *real, json_t *host_paths,
                     const char *what, struct sbx_error *err, bool *host_access);
+/* The host_paths a backend_rejudge of what was made takes (new): each path of resolved (path
+ * as written -> where it led, or null; borrowed) under its policy_host_path_key, and each
+ * place one led to as itself (what the sandbox shows as its sources). */
+json_t *backend_rejudge_paths(json_t *resolved);
 
 extern const struct backend_ops local_backend_ops;
 

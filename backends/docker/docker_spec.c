@@ -257,23 +257,6 @@ docker_requested(json_t *hc)
         return json_pack("{s:s,s:{s:o}}", "backend", "docker", "docker", "host_config", rhc);
 }
 
-/* The host paths the read-back judges with (new): each as it was resolved for the judgement,
- * and each place one led to as itself (what the created container shows as its sources). */
-static json_t *
-docker_rejudge_paths(json_t *host_paths)
-{
-        json_t *paths = json_object(), *v;
-        const char *k;
-
-        json_object_foreach(host_paths, k, v)
-        {
-                json_object_set(paths, k, v);
-                if (json_is_string(v))
-                        json_object_set(paths, json_string_value(v), v);
-        }
-        return paths;
-}
-
 /* The POST /containers/create body for spec (new), or NULL and err; fills c->requested. */
 json_t *
 docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx_error *err)
@@ -300,7 +283,7 @@ docker_body(struct docker_create *c, const struct sandbox_spec *spec, struct sbx
         if (json_is_string(v = json_object_get(spec->section, "user")))
                 json_object_set(body, "User", v);
         c->requested = docker_requested(hc);
-        c->paths = docker_rejudge_paths(spec->host_paths);
+        c->paths = backend_rejudge_paths(spec->host_paths);
         docker_label_volumes(json_object_get(hc, "Mounts"), spec);
         if (docker.agent)
                 docker_body_agent(body, hc);

@@ -31,10 +31,13 @@
 
 #define SING_LINGER_S "31536000" /* the agent lives as long as its instance */
 
-enum create_phase { CP_IMAGE, CP_START, CP_SESSION, CP_DONE };
+enum create_phase { CP_BINDS, CP_IMAGE, CP_START, CP_SESSION, CP_DONE };
 
 struct sing_create {
         struct backend_sandbox *sb;
+        /* The create's spec, valid until cb (the daemon's create holds it), for the argv once
+         * the bind sources are resolved. */
+        const struct sandbox_spec *spec;
         enum create_phase phase;
         bool adopting, cancelled, started; /* started: the instance exists */
         void *ctx;
@@ -42,7 +45,8 @@ struct sing_create {
         backend_create_cb cb;
         struct sing_cache_get *get;
         struct sing_run *run;
-        char **argv; /* instance start */
+        struct sing_binds *binds; /* while the bind sources are resolved */
+        char **argv;              /* instance start */
         json_t *enforced;
         json_t *requested; /* the spec's mounts as judged, for the re-check */
         json_t *real;      /* the binds as they will be made */
@@ -105,12 +109,20 @@ bind_path_ok(const char *p)
         return p && p[0] == '/' && !strpbrk(p, ",:") && strlen(p) < PATH_MAX;
 }
 
-/* One bind: the source resolved now (what is bound is what was judged), into --bind. */
+/* What a bind is made from: where each source leads (sing_instance_argv's paths), and the
+ * binds as made. */
+struct binds_out {
+        json_t *paths, *real;
+};
+
+/* One bind, from where its source led when it was resolved (sing_binds.c; what is bound is
+ * what is judged again), into --bind. */
 static int
-add_bind(struct argv_b *a, json_t *mounts, const char *param, const char *src, const char *dst,
-         bool ro, struct sbx_error *err)
+add_bind(struct argv_b *a, const struct binds_out *o, const char *param, const char *src,
+         const char *dst, bool ro, struct sbx_error *err)
 {
-        char real[PATH_MAX], *b;
+        const char *real;
+        char *b;
 
         if (!bind_path_ok(src) || !bind_path_ok(dst)) {
                 sbx_error_param(err, param,
@@ -119,23 +131,28 @@ add_bind(struct argv_b *a, json_t *mounts, const char *param, const char *src, c
                                 param);
                 return -EINVAL;
         }
-        if (!realpath(src, real)) {
-                sbx_error_param(err, param, "invalid params: %s: bind source '%s': %s", param, src,
-                                strerror(errno));
+        real = json_string_value(json_object_get(o->paths, src));
+        if (!real || !bind_path_ok(real)) {
+                sbx_error_param(err, param,
+                                "invalid params: %s: bind source '%s' does not exist or uid %u "
+                                "cannot reach it%s",
+                                param, src, (unsigned) geteuid(),
+                                real ? " (where it leads holds ',' or ':')" : "");
                 return -EINVAL;
         }
         b = xasprintf("%s:%s:%s", real, dst, ro ? "ro" : "rw");
         argv_add(a, "--bind");
         argv_add(a, b);
         free(b);
-        json_array_append_new(mounts, json_pack("{s:s,s:s,s:s,s:b}", "type", "bind", "source", real,
-                                                "target", dst, "readonly", ro));
+        json_array_append_new(o->real, json_pack("{s:s,s:s,s:s,s:b}", "type", "bind", "source",
+                                                 real, "target", dst, "readonly", ro));
         return 0;
 }
 
 /* The protocol's mounts: bind -> --bind, tmpfs -> --scratch; volumes are docker's. */
 static int
-add_mounts(struct argv_b *a, const struct sandbox_spec *spec, json_t *real, struct sbx_error *err)
+add_mounts(struct argv_b *a, const struct sandbox_spec *spec, const struct binds_out *o,
+           struct sbx_error *err)
 {
         json_t *m;
         size_t i;
@@ -148,7 +165,7 @@ add_mounts(struct argv_b *a, const struct sandbox_spec *spec, json_t *real, stru
                 char param[48];
                 snprintf(param, sizeof(param), "mounts[%zu]", i);
                 if (type && !strcmp(type, "bind")) {
-                        if (add_bind(a, real, param, src, dst,
+                        if (add_bind(a, o, param, src, dst,
                                      json_is_true(json_object_get(m, "readonly")), err) < 0)
                                 return -EINVAL;
                 } else if (type && !strcmp(type, "tmpfs") && bind_path_ok(dst)) {
@@ -168,7 +185,7 @@ add_mounts(struct argv_b *a, const struct sandbox_spec *spec, json_t *real, stru
 
 /* singularity.binds: ["src[:dst[:ro|rw]]"], Apptainer's own spelling. */
 static int
-add_section_binds(struct argv_b *a, json_t *binds, json_t *real, struct sbx_error *err)
+add_section_binds(struct argv_b *a, json_t *binds, const struct binds_out *o, struct sbx_error *err)
 {
         json_t *b;
         size_t i;
@@ -197,7 +214,7 @@ add_section_binds(struct argv_b *a, json_t *binds, json_t *real, struct sbx_erro
                                         param, mode);
                         rc = -EINVAL;
                 } else {
-                        rc = add_bind(a, real, param, src, dst && *dst ? dst : src,
+                        rc = add_bind(a, o, param, src, dst && *dst ? dst : src,
                                       mode && !strcmp(mode, "ro"), err);
                 }
                 free(src);
@@ -299,9 +316,10 @@ add_limits(struct argv_b *a, const struct backend_resources *r, json_t *enforced
 /* The instance start command line. */
 char **
 sing_instance_argv(const char *exe, const struct sandbox_spec *spec, const char *sif,
-                   const char *name, const char *overlay, json_t *enforced, json_t *real,
-                   struct sbx_error *err)
+                   const char *name, const char *overlay, json_t *paths, json_t *enforced,
+                   json_t *real, struct sbx_error *err)
 {
+        const struct binds_out o = {paths, real};
         static const char *const fixed[] = {
                 "instance", "start", "--containall", "--no-home", "--cleanenv", "--no-privs", NULL};
         struct argv_b a = {0};
@@ -325,9 +343,9 @@ sing_instance_argv(const char *exe, const struct sandbox_spec *spec, const char 
         argv_add(&a, agent);
         free(agent);
         if (rc == 0)
-                rc = add_mounts(&a, spec, real, err);
+                rc = add_mounts(&a, spec, &o, err);
         if (rc == 0)
-                rc = add_section_binds(&a, json_object_get(sec, "binds"), real, err);
+                rc = add_section_binds(&a, json_object_get(sec, "binds"), &o, err);
         argv_add(&a, sif);
         argv_add(&a, name);
         if (rc < 0) {
@@ -622,16 +640,19 @@ create_started_cb(void *ctx, int code, const char *out, size_t len, const char *
 }
 
 /* Judged again as it will be bound: a bind whose source resolves to something the policy
- * rejects (a symlink swapped since the spec was judged) fails the create. */
+ * rejects (a symlink swapped since the spec was judged) fails the create. Both judgements
+ * take the sources as they were resolved (paths): nothing is looked up here. */
 static int
-create_recheck(struct sing_create *c)
+create_recheck(struct sing_create *c, json_t *paths)
 {
         json_t *real = json_pack("{s:s,s:O}", "backend", "singularity", "mounts", c->real);
+        json_t *hp = backend_rejudge_paths(paths);
         int rc =
-                backend_rejudge("singularity", c->requested, real, NULL,
+                backend_rejudge("singularity", c->requested, real, hp,
                                 "a bind resolves to a host path the policy refuses", &c->err, NULL);
 
         c->host_access = json_array_size(c->real) > 0;
+        json_decref(hp);
         json_decref(real);
         return rc;
 }
@@ -735,7 +756,7 @@ create_ref(const char *image, struct sbx_error *err)
 }
 
 static int
-create_prepare(struct sing_create *c, const struct sandbox_spec *spec, const char *exe)
+create_prepare(struct sing_create *c, const struct sandbox_spec *spec)
 {
         struct backend_sandbox *sb = c->sb;
         json_t *sec = spec->section;
@@ -751,12 +772,43 @@ create_prepare(struct sing_create *c, const struct sandbox_spec *spec, const cha
                         return -errno;
                 }
         }
-        c->real = json_array();
-        c->argv = sing_instance_argv(exe, spec, "<image>", sb->instance, sb->overlay, c->enforced,
-                                     c->real, &c->err);
-        if (!c->argv || create_recheck(c) < 0)
-                return -EINVAL;
         return 0;
+}
+
+/* The image: a local SIF file as it is, or the cache's build of a reference. */
+static void
+create_image(struct sing_create *c)
+{
+        c->phase = CP_IMAGE;
+        if (c->sb->image[0] == '/')
+                sing_sif_inspect(c->sb->image, false, c, create_local_sif_cb);
+        else
+                c->get = sing_cache_get(c->sb->exe, c->sb->image, c,
+                                        c->progress ? create_progress_cb : NULL, create_image_cb);
+}
+
+/* The bind sources are resolved (sing_binds_cb): the command line, judged again, then the
+ * image. */
+static void
+create_binds_cb(void *ctx, json_t *paths, const struct sbx_error *err)
+{
+        struct sing_create *c = ctx;
+        struct backend_sandbox *sb = c->sb;
+
+        c->binds = NULL;
+        if (err) {
+                sbx_error_set(&c->err, err->code, json_incref(err->data), "%s", err->message);
+                create_abort(c);
+                return;
+        }
+        c->real = json_array();
+        c->argv = sing_instance_argv(sb->exe, c->spec, "<image>", sb->instance, sb->overlay, paths,
+                                     c->enforced, c->real, &c->err);
+        if (!c->argv || create_recheck(c, paths) < 0) {
+                create_abort(c);
+                return;
+        }
+        create_image(c);
 }
 
 /* The create's checks that need no tool call: who, the tool, the agent. */
@@ -818,16 +870,18 @@ sing_instance_create(const struct sandbox_spec *spec, void *ctx, backend_progres
                 json_object_set(c->requested, "singularity", spec->section);
         if (getrandom(c->sb->secret, sizeof(c->sb->secret), 0) != sizeof(c->sb->secret))
                 abort(); /* the kernel's CSPRNG does not fail for 32 bytes */
-        if (create_prepare(c, spec, c->sb->exe) < 0) {
+        if (create_prepare(c, spec) < 0) {
                 create_abort(c);
                 return;
         }
-        c->phase = CP_IMAGE;
-        if (c->sb->image[0] == '/')
-                sing_sif_inspect(c->sb->image, false, c, create_local_sif_cb);
-        else
-                c->get = sing_cache_get(c->sb->exe, c->sb->image, c,
-                                        progress ? create_progress_cb : NULL, create_image_cb);
+        c->spec = spec;
+        c->phase = CP_BINDS;
+        c->binds = sing_binds_resolve(spec, c, create_binds_cb);
+        if (!c->binds) { /* nothing to resolve */
+                json_t *none = json_object();
+                create_binds_cb(c, none, NULL);
+                json_decref(none);
+        }
 }
 
 /* Abandons a create (or adopt) in progress. */
@@ -843,12 +897,17 @@ sing_instance_cancel(void *ctx)
                 if (!c || c->ctx != ctx || c->cancelled)
                         continue;
                 c->cancelled = true;
-                if (c->get)
+                if (c->get) {
                         sing_cache_get_cancel(c->get); /* its cb fails the create */
-                else if (c->run)
+                } else if (c->run) {
                         sing_run_cancel(c->run);
-                else if (c->phase == CP_SESSION)
+                } else if (c->binds) {
+                        sing_binds_cancel(c->binds);
+                        c->binds = NULL;
                         create_cancelled(c);
+                } else if (c->phase == CP_SESSION) {
+                        create_cancelled(c);
+                }
                 return;
         }
 }

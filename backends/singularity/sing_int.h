@@ -50,6 +50,7 @@ struct sing_state {
         char *limits_note;  /* why not */
         uint64_t cache_max; /* bytes */
         uint64_t build_timeout_ms, start_timeout_ms, stop_timeout_s;
+        uint64_t file_timeout_ms; /* a bind source's lookup ([limits] file_timeout_s) */
         struct list sandboxes;
 };
 
@@ -83,6 +84,20 @@ struct sing_run *sing_run_start(char *const *argv, const void *in, size_t inlen,
                                 void *ctx);
 /* Kills the call (done follows with code -1) and forgets line: nothing but done follows. */
 void sing_run_cancel(struct sing_run *r);
+
+/* ---- sing_binds.c: the bind sources, resolved off the loop ---- */
+
+struct sing_binds;
+/* The sources resolved: paths (object, borrowed for the call: each source as written -> where
+ * it leads, or null when the daemon's user cannot reach it), or err (-32005 naming a source
+ * that did not answer within file_timeout_ms; paths NULL). */
+typedef void (*sing_binds_cb)(void *ctx, json_t *paths, const struct sbx_error *err);
+/* Resolves every bind source of spec (mounts[] binds, singularity.binds) in helpers. NULL
+ * when spec binds no host path (cb is not called); else cb follows exactly once, from the
+ * loop, unless sing_binds_cancel comes first. */
+struct sing_binds *sing_binds_resolve(const struct sandbox_spec *spec, void *ctx, sing_binds_cb cb);
+/* Abandons the lookups: their helpers are killed, no callback follows. */
+void sing_binds_cancel(struct sing_binds *b);
 
 /* ---- sing_sif.c: SIF files ---- */
 
@@ -162,11 +177,13 @@ char *sing_instance_name(const char *id);
 /* The sandbox id an instance name of this daemon stands for (new), or NULL. */
 char *sing_instance_id(const char *name);
 /* The `instance start` argv (new, NULL-terminated, free with sing_argv_free), or NULL with
- * err set (-32602 naming the param) for what cannot be expressed. enforced gets the limits,
- * real (an array) the binds as made: {type, source (resolved), target, readonly}. */
+ * err set (-32602 naming the param) for what cannot be expressed. paths (borrowed) is where
+ * each bind source leads (sing_binds_cb's; a source not in it, or null, cannot be bound: it
+ * is never resolved here). enforced gets the limits, real (an array) the binds as made:
+ * {type, source (resolved), target, readonly}. */
 char **sing_instance_argv(const char *exe, const struct sandbox_spec *spec, const char *sif,
-                          const char *name, const char *overlay, json_t *enforced, json_t *real,
-                          struct sbx_error *err);
+                          const char *name, const char *overlay, json_t *paths, json_t *enforced,
+                          json_t *real, struct sbx_error *err);
 void sing_argv_free(char **argv);
 /* Starts the sandbox's agent and session; cb as for backend create. */
 void sing_instance_create(const struct sandbox_spec *spec, void *ctx, backend_progress_cb progress,

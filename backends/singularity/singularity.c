@@ -57,6 +57,9 @@ cfg_uints(json_t *config, struct sing_state *st, struct sbx_error *err)
                  offsetof(struct sing_state, build_timeout_ms)},
                 {"start_timeout_s", 120, 3600, 1000, offsetof(struct sing_state, start_timeout_ms)},
                 {"stop_timeout_s", 10, 600, 1, offsetof(struct sing_state, stop_timeout_s)},
+                /* the daemon's [limits] file_timeout_s */
+                {"file_timeout_ms", 60000, 86400000, 1,
+                 offsetof(struct sing_state, file_timeout_ms)},
         };
 
         for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {

@@ -22,12 +22,13 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class HungMount:
-    """A FUSE file system mounted on a fresh directory whose server (this object) completes
-    the kernel's INIT and then answers nothing: every lookup below it waits, killably, until
-    close() aborts the connection."""
+    """A FUSE file system mounted on a fresh directory (or over an existing one, hiding what
+    it holds) whose server (this object) completes the kernel's INIT and then answers nothing:
+    every lookup below it waits, killably, until close() aborts the connection."""
 
-    def __init__(self, uid):
-        self.dir = tempfile.mkdtemp(prefix="sbxhung-")
+    def __init__(self, uid, over=None):
+        self.made = over is None
+        self.dir = tempfile.mkdtemp(prefix="sbxhung-") if self.made else over
         os.chmod(self.dir, 0o755)
         self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
         opts = "fd=%d,rootmode=40000,user_id=%d,group_id=%d,allow_other" % (self.fd, uid, uid)
@@ -35,7 +36,8 @@ class HungMount:
                       MS_NOSUID | MS_NODEV | MS_NOEXEC, opts.encode()) != 0:
             e = ctypes.get_errno()
             os.close(self.fd)
-            os.rmdir(self.dir)
+            if self.made:
+                os.rmdir(self.dir)
             raise OSError(e, "mount -t fuse on %s: %s (is /dev/fuse usable here?)" %
                           (self.dir, os.strerror(e)))
         hdr = self.next_request()
@@ -54,7 +56,8 @@ class HungMount:
         fd, self.fd = self.fd, None
         os.close(fd)  # aborts the connection: whatever waits below fails (ENOTCONN)
         LIBC.umount2(self.dir.encode(), MNT_DETACH)
-        os.rmdir(self.dir)
+        if self.made:
+            os.rmdir(self.dir)
 
 
 def until(cond, why, timeout=30):

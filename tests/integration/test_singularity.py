@@ -5,12 +5,14 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import SANDBOXCTL, Daemon, RpcError, class_resource, uniq_secs
+from harness import SANDBOXCTL, Daemon, RpcError, class_resource, needs_root, uniq_secs
 from singularity_fake import FakeApptainer
 from test_identity import as_nobody
+from test_local import HungMount
 
 SPEC = {"backend": "singularity", "image": "docker://busybox:1"}
 
@@ -394,6 +396,42 @@ class SingularityAgentFailsTest(FakeDaemonTest):
         listed = self.fake.run("instance", "list", "--json")
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertNotIn("sbxd-", listed.stdout)
+
+
+@needs_root("needs root to mount a FUSE file system")
+class SingularityHungBindTest(FakeDaemonTest):
+    """The backend resolves its bind sources after the approval (what is bound is where they
+    lead then, judged again), in helpers, off the loop, bounded by [limits] file_timeout_s:
+    a source below a mount that stops answering meanwhile fails the create with -32005 and
+    the daemon answers everyone (the old backend called realpath() on its loop and hung)."""
+    extra = "[limits]\nfile_timeout_s = 1\n"
+
+    def test_bind_source_hangs_after_the_approval(self):
+        top = tempfile.mkdtemp(prefix="hung-", dir=self.fake.dir)
+        os.mkdir(os.path.join(top, "w"))
+        mounts = []
+
+        def approve(msg):  # judged (resolved) already: from now on top answers nothing
+            mounts.append(HungMount(0, over=top))
+            self.addCleanup(mounts[-1].close)
+            return {"decision": "once"}
+        c = self.daemon.client(on_request=approve)
+        self.addCleanup(c.close)
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create", "params": dict(
+            SPEC, mounts=[{"type": "bind", "source": top + "/w", "target": "/w"}])})
+        while not mounts:
+            c.read(timeout=60)  # answers the approval request
+        req = mounts[0].next_request()  # the backend's lookup waits on the mount
+        self.assertNotEqual(req[6], self.daemon.proc.pid, req)  # asked by a helper
+        other = self.daemon.client()
+        self.addCleanup(other.close)
+        self.assertIn("version", other.call("daemon.info", timeout=30))
+        r = c.wait_response(1, timeout=60)
+        self.assertEqual(r.get("error", {}).get("code"), -32005, r)
+        self.assertIn("host path '%s/w' did not answer within 1 s: a hung mount? name another "
+                      "path" % top, r["error"]["message"])
+        self.assertEqual(other.call("sandbox.list")["sandboxes"], [])
+        self.assertEqual(self.fake.instances(), [])
 
 
 class SingularityMissingToolTest(unittest.TestCase):

@@ -84,13 +84,15 @@ argv_build(const char *specjson, json_t *enforced, struct sbx_error *err)
                         .pids = json_integer_value(json_object_get(res, "pids")),
                         .cpus = json_number_value(json_object_get(res, "cpus"))},
         };
-        json_t *real = json_array();
+        /* where the sources lead (sing_binds.c resolves them; never the argv itself) */
+        json_t *real = json_array(),
+               *paths = json_pack("{s:s,s:s}", "/tmp", "/tmp", "/lnk", "/tmp");
         char **argv, *line = NULL;
         struct buf b = {0};
 
         ck_assert_ptr_nonnull(j);
-        argv = sing_instance_argv("/x/apptainer", &spec, "/c/img.sif", "sbxd-t-1", NULL, enforced,
-                                  real, err);
+        argv = sing_instance_argv("/x/apptainer", &spec, "/c/img.sif", "sbxd-t-1", NULL, paths,
+                                  enforced, real, err);
         for (size_t i = 0; argv && argv[i]; i++)
                 buf_appendf(&b, "%s%s", i ? " " : "", argv[i]);
         if (argv)
@@ -100,6 +102,7 @@ argv_build(const char *specjson, json_t *enforced, struct sbx_error *err)
         if (!json_object_get(j, "mounts"))
                 json_decref(spec.mounts);
         json_decref(real);
+        json_decref(paths);
         json_decref(j);
         return line;
 }
@@ -119,6 +122,8 @@ START_TEST(test_instance_argv)
                  "sandboxd-agent:ro --bind /tmp:/w:ro --scratch /scr /c/img.sif", NULL},
                 {"{\"singularity\": {\"binds\": [\"/tmp\", \"/tmp:/t2:ro\"]}}",
                  "--bind /tmp:/tmp:rw --bind /tmp:/t2:ro", NULL},
+                {"{\"mounts\": [{\"type\": \"bind\", \"source\": \"/lnk\", \"target\": \"/w\"}]}",
+                 "--bind /tmp:/w:rw", NULL},
                 {"{\"resources\": {\"memory_mb\": 64, \"pids\": 50, \"cpus\": 1.5}}",
                  "--memory 64M --cpus 1.5 --pids-limit 50", NULL},
                 {"{\"mounts\": [{\"type\": \"bind\", \"source\": \"/tmp,x\", \"target\": "
@@ -126,7 +131,7 @@ START_TEST(test_instance_argv)
                  NULL, "without ',' or ':'"},
                 {"{\"mounts\": [{\"type\": \"bind\", \"source\": \"/nonexistent-src\", "
                  "\"target\": \"/w\"}]}",
-                 NULL, "No such file"},
+                 NULL, "bind source '/nonexistent-src' does not exist or uid"},
                 {"{\"mounts\": [{\"type\": \"volume\", \"source\": \"v1\", \"target\": \"/w\"}]}",
                  NULL, "named volumes"},
                 {"{\"singularity\": {\"binds\": [\"/tmp:/x:rx\"]}}", NULL, "not ro or rw"},
