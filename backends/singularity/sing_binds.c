@@ -52,6 +52,16 @@ binds_sources(const struct sandbox_spec *spec)
         return out;
 }
 
+/* Sets err to -32005 for a host path whose helper did not answer (why: caller_path_cb's). */
+void
+sing_hung_path(struct sbx_error *err, const char *path, const char *why)
+{
+        sbx_error_backend(err, "singularity",
+                          "host path '%s' did not answer within %llu s: a hung mount? name "
+                          "another path (%s; [limits] file_timeout_s)",
+                          path, (unsigned long long) (sing.file_timeout_ms / 1000), why);
+}
+
 /* Frees b, telling its callback first when tell (the last lookup answered). */
 static void
 binds_end(struct sing_binds *b, bool tell)
@@ -77,11 +87,7 @@ binds_resolved_cb(void *ctx, const char *real, bool is_dir, const char *error)
         (void) is_dir;
         o->job = NULL;
         if (error && !b->err.code)
-                sbx_error_backend(&b->err, "singularity",
-                                  "host path '%s' did not answer within %llu s: a hung mount? "
-                                  "name another path (%s; [limits] file_timeout_s)",
-                                  o->src, (unsigned long long) (sing.file_timeout_ms / 1000),
-                                  error);
+                sing_hung_path(&b->err, o->src, error);
         else if (!error)
                 json_object_set_new(b->paths, o->src, real ? json_string(real) : json_null());
         if (--b->pending == 0)

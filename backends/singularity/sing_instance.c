@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/caller_file.h"
 #include "backends/singularity/sing_int.h"
 #include "policy/policy.h"
 #include "protocol/error.h"
@@ -46,6 +47,8 @@ struct sing_create {
         struct sing_cache_get *get;
         struct sing_run *run;
         struct sing_binds *binds; /* while the bind sources are resolved */
+        struct caller_job *job;   /* while a local image's path is resolved */
+        char *local_sif;          /* where it leads */
         char **argv;              /* instance start */
         json_t *enforced;
         json_t *requested; /* the spec's mounts as judged, for the re-check */
@@ -512,6 +515,7 @@ static void
 create_free(struct sing_create *c)
 {
         sing_argv_free(c->argv);
+        free(c->local_sif);
         json_decref(c->enforced);
         json_decref(c->requested);
         json_decref(c->real);
@@ -712,7 +716,33 @@ create_local_sif_cb(void *ctx, const struct sing_sif_facts *f)
                 sbx_error_clear(&err);
                 return;
         }
-        create_image_cb(c, c->sb->image, NULL, NULL);
+        create_image_cb(c, c->local_sif, NULL, NULL);
+}
+
+/* Where a local image leads, resolved in a helper (caller_path_cb): its header is read next,
+ * on a worker thread, from there. */
+static void
+create_local_resolved_cb(void *ctx, const char *real, bool is_dir, const char *error)
+{
+        struct sing_create *c = ctx;
+        const char *image = c->sb->image;
+        struct sbx_error err = {0};
+
+        c->job = NULL;
+        if (error)
+                sing_hung_path(&err, image, error);
+        else if (!real)
+                sbx_error_param(&err, "image",
+                                "invalid params: image '%s': No such file or directory (or uid "
+                                "%u cannot reach it)",
+                                image, (unsigned) geteuid());
+        if (err.code) {
+                create_image_cb(c, NULL, NULL, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        c->local_sif = xstrdup(real);
+        sing_sif_inspect(c->local_sif, false, c, create_local_sif_cb);
 }
 
 /* The cache's progress (ctx: the create) to the daemon's. */
@@ -780,8 +810,10 @@ static void
 create_image(struct sing_create *c)
 {
         c->phase = CP_IMAGE;
-        if (c->sb->image[0] == '/')
-                sing_sif_inspect(c->sb->image, false, c, create_local_sif_cb);
+        if (c->sb->image[0] == '/') /* as the daemon's user, the owner's (create_usable) */
+                c->job = caller_path_resolve(sing.loop, NULL, c->sb->image,
+                                             (unsigned) sing.file_timeout_ms, c,
+                                             create_local_resolved_cb);
         else
                 c->get = sing_cache_get(c->sb->exe, c->sb->image, c,
                                         c->progress ? create_progress_cb : NULL, create_image_cb);
@@ -904,6 +936,10 @@ sing_instance_cancel(void *ctx)
                 } else if (c->binds) {
                         sing_binds_cancel(c->binds);
                         c->binds = NULL;
+                        create_cancelled(c);
+                } else if (c->job) {
+                        caller_job_cancel(c->job);
+                        c->job = NULL;
                         create_cancelled(c);
                 } else if (c->phase == CP_SESSION) {
                         create_cancelled(c);

@@ -98,6 +98,9 @@ typedef void (*sing_binds_cb)(void *ctx, json_t *paths, const struct sbx_error *
 struct sing_binds *sing_binds_resolve(const struct sandbox_spec *spec, void *ctx, sing_binds_cb cb);
 /* Abandons the lookups: their helpers are killed, no callback follows. */
 void sing_binds_cancel(struct sing_binds *b);
+/* Sets err to -32005 "host path 'P' did not answer within N s: a hung mount? …" for a path
+ * whose helper did not answer (why: caller_path_cb's error). */
+void sing_hung_path(struct sbx_error *err, const char *path, const char *why);
 
 /* ---- sing_sif.c: SIF files ---- */
 

@@ -433,6 +433,19 @@ class SingularityHungBindTest(FakeDaemonTest):
         self.assertEqual(other.call("sandbox.list")["sandboxes"], [])
         self.assertEqual(self.fake.instances(), [])
 
+    def test_local_image_below_a_hung_mount(self):
+        # Its header was read on one of libuv's 4 worker threads, unbounded: the create never
+        # ended and the thread stayed blocked (four such creates starve every worker job).
+        mount = HungMount(0)
+        self.addCleanup(mount.close)
+        image = os.path.join(mount.dir, "x.sif")
+        self.c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                     "params": dict(SPEC, image=image)})
+        self.assertNotEqual(mount.next_request()[6], self.daemon.proc.pid)
+        r = self.c.wait_response(1, timeout=30)
+        self.assertEqual(r.get("error", {}).get("code"), -32005, r)
+        self.assertIn("host path '%s' did not answer within 1 s" % image, r["error"]["message"])
+
 
 class SingularityMissingToolTest(unittest.TestCase):
     def check(self, config, env, reason):
