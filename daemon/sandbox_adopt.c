@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/log.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_int.h"
@@ -38,17 +39,25 @@ sandbox_adopt(const struct sandbox_record *r, sandbox_ready_cb cb, void *ctx)
         r->ops->adopt(&sc->spec, r->record, sc, sandbox_created_cb);
 }
 
-/* The judgement of a recreate: allowed, or asking exactly what was approved at create. */
+/* The judgement of a recreate (hostpaths_judged_fn), with the host paths resolved as the
+ * owner: allowed, or asking exactly what was approved at create. */
 static void
-sandbox_rejudge(struct sandbox_create *sc, json_t *facts)
+sandbox_rejudged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
 {
+        struct sandbox_create *sc = ctx;
         struct sandbox *sb = sc->sb;
-        struct policy_ctx pctx;
         struct sbx_error err = {0};
         json_t *findings;
 
-        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, &sc->pr);
+        if (herr) {
+                hostpaths_fail(&err, herr, sb->ops->name, "the sandbox spec again");
+                sandbox_create_fail(sc, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sc->host_paths = json_incref(paths); /* what the backend binds */
+        sc->pr = *r;
+        memset(r, 0, sizeof(*r)); /* sc->pr has it now */
         if (sandbox_invalid(sc))
                 return;
         findings = policy_findings_json(&sc->pr);
@@ -66,6 +75,16 @@ sandbox_rejudge(struct sandbox_create *sc, json_t *facts)
                       sb->id);
         sandbox_create_fail(sc, &err);
         sbx_error_clear(&err);
+}
+
+/* Judges a recreate as a create is judged: the host paths its spec names (bind sources) are
+ * resolved first as its owner, in helpers, off the loop, bounded (hostpaths.h); nobody's
+ * connection waits on them but the execs that asked for the recreate. */
+static void
+sandbox_rejudge(struct sandbox_create *sc, json_t *facts)
+{
+        sc->facts = json_incref(facts);
+        hostpaths_judge(NULL, &sc->sb->who, sandbox_judge_eval, sandbox_rejudged, sc);
 }
 
 static void

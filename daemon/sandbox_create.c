@@ -358,18 +358,36 @@ sandbox_invalid(struct sandbox_create *sc)
         return true;
 }
 
-/* One judgement of the merged spec (hostpaths_eval_fn): the container checks. */
-static void
-sandbox_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
+/* Judges sb's spec with facts and host paths as policy_ctx's. */
+void
+sandbox_eval_spec(struct sandbox *sb, json_t *facts, json_t *host_paths, json_t *wanted,
+                  struct policy_result *r)
 {
-        struct sandbox_create *sc = ctx;
-        struct sandbox *sb = sc->sb;
         struct policy_ctx pctx;
 
         sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
         pctx.host_paths = host_paths;
         pctx.host_paths_wanted = wanted;
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, sc->facts, r);
+        policy_eval_sandbox(g.policy, &pctx, sb->spec, facts, r);
+}
+
+/* Whether sb has host access by the judgement r or by its backend's caps. */
+bool
+sandbox_judged_host_access(struct sandbox *sb, const struct policy_result *r)
+{
+        struct policy_ctx pctx;
+
+        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
+        return r->host_access || pctx.host_access;
+}
+
+/* One judgement of the merged spec (hostpaths_eval_fn): the container checks. */
+void
+sandbox_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
+{
+        struct sandbox_create *sc = ctx;
+
+        sandbox_eval_spec(sc->sb, sc->facts, host_paths, wanted, r);
 }
 
 /* The judgement, with the host paths it named resolved (paths, for the backend): approval
@@ -380,7 +398,6 @@ sandbox_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_err
         struct sandbox_create *sc = ctx;
         struct sandbox *sb = sc->sb;
         struct sbx_error err = {0};
-        struct policy_ctx pctx;
 
         if (herr) {
                 hostpaths_fail(&err, herr, sb->ops->name, "the sandbox spec");
@@ -398,8 +415,7 @@ sandbox_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_err
                 sbx_error_clear(&err);
                 return;
         }
-        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
-        sb->host_access = sc->pr.host_access || pctx.host_access;
+        sb->host_access = sandbox_judged_host_access(sb, &sc->pr);
         sb->findings = policy_findings_json(&sc->pr);
         approval_decide(sc->conn, NULL, sb->host_access,
                         json_pack("{s:s,s:s,s:s,s:O}", "kind", "sandbox", "sandbox", sb->id,

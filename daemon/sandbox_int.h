@@ -76,6 +76,13 @@ void sandbox_spec_fields(struct sandbox *sb, struct sandbox_spec *s);
 int sandbox_fill_spec(struct sandbox_create *sc, struct sbx_error *err);
 void sandbox_start_backend(struct sandbox_create *sc);
 bool sandbox_invalid(struct sandbox_create *sc);
+/* Judges sb's spec with facts (may be NULL) and host_paths/wanted as policy_ctx's. */
+void sandbox_eval_spec(struct sandbox *sb, json_t *facts, json_t *host_paths, json_t *wanted,
+                       struct policy_result *r);
+/* Whether sb has host access by the judgement r of its spec or by its backend's caps. */
+bool sandbox_judged_host_access(struct sandbox *sb, const struct policy_result *r);
+/* One judgement of sc's spec with sc->facts (a hostpaths_eval_fn, ctx sc). */
+void sandbox_judge_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r);
 void sandbox_inspect_then(struct sandbox_create *sc,
                           void (*judge)(struct sandbox_create *, json_t *));
 json_t *sandbox_default_params(const char *backend);

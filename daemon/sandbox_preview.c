@@ -5,26 +5,11 @@
 #include <string.h>
 
 #include "daemon/daemon.h"
+#include "daemon/hostpaths.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_int.h"
 #include "daemon/sandbox_policy.h"
 #include "protocol/util.h"
-
-/* The host access a create would find: the spec's judgement and the backend's caps (as in
- * sandbox_judge), before the backend adds its own (local: network "host"). */
-static bool
-sandbox_preview_host_access(struct sandbox *sb)
-{
-        struct policy_result pr = {0};
-        struct policy_ctx pctx;
-        bool host;
-
-        sandbox_policy_ctx(&pctx, sb->ops->name, &sb->who, sb->spec);
-        policy_eval_sandbox(g.policy, &pctx, sb->spec, NULL, &pr);
-        host = pr.host_access || pctx.host_access;
-        policy_result_clear(&pr);
-        return host;
-}
 
 struct sandbox_preview {
         struct list node; /* in sandbox_previews while the backend looks */
@@ -43,17 +28,55 @@ sandbox_previews_of(uid_t uid)
         return LIST_COUNT_UID(&sandbox_previews, struct sandbox_preview, node, uid, uid);
 }
 
+/* The preview is over: cb is told sb, or err. */
+static void
+sandbox_preview_end(struct sandbox_preview *pv, struct sbx_error *err)
+{
+        list_del(&pv->node);
+        pv->cb(pv->ctx, err ? NULL : pv->sb, err);
+        sandbox_unref(pv->sb);
+        free(pv);
+}
+
 static void
 sandbox_preview_workdir_cb(void *ctx, const char *workdir)
 {
         struct sandbox_preview *pv = ctx;
 
-        list_del(&pv->node);
         if (workdir)
                 pv->sb->workdir = xstrdup(workdir);
-        pv->cb(pv->ctx, pv->sb, NULL);
-        sandbox_unref(pv->sb);
-        free(pv);
+        sandbox_preview_end(pv, NULL);
+}
+
+/* The spec's judgement, as a create's (hostpaths_eval_fn). */
+static void
+sandbox_preview_eval(void *ctx, json_t *host_paths, json_t *wanted, struct policy_result *r)
+{
+        sandbox_eval_spec(((struct sandbox_preview *) ctx)->sb, NULL, host_paths, wanted, r);
+}
+
+/* The host access a create would find: the spec's judgement (its host paths resolved as the
+ * caller first, as a create's) and the backend's caps (as in sandbox_judged), before the
+ * backend adds its own (local: network "host"); then the workdir the backend would choose. */
+static void
+sandbox_preview_judged(void *ctx, struct policy_result *r, json_t *paths, struct sbx_error *herr)
+{
+        struct sandbox_preview *pv = ctx;
+        struct sandbox *sb = pv->sb;
+        struct sbx_error err = {0};
+
+        if (herr) { /* as a create's: the default sandbox's would fail so */
+                hostpaths_fail(&err, herr, sb->ops->name, "the default sandbox's spec");
+                sandbox_preview_end(pv, &err);
+                sbx_error_clear(&err);
+                return;
+        }
+        sb->host_access = sandbox_judged_host_access(sb, r);
+        sandbox_spec_fields(sb, &pv->spec);
+        if (sb->ops->preview_workdir)
+                sb->ops->preview_workdir(&pv->spec, pv, sandbox_preview_workdir_cb);
+        else
+                sandbox_preview_workdir_cb(pv, NULL);
 }
 
 /* The sandbox sandbox_default would register for c with ops (new, not registered). */
@@ -67,7 +90,6 @@ sandbox_preview_new(struct conn *c, const struct backend_ops *ops)
         sb->owner = conn_uid(c);
         sandbox_identity(c, &sb->who);
         sb->name = xstrdup("default");
-        sb->host_access = sandbox_preview_host_access(sb);
         return sb;
 }
 
@@ -105,11 +127,7 @@ sandbox_preview_default(struct conn *c, const char *backend, sandbox_ready_cb cb
         pv->cb = cb;
         pv->ctx = ctx;
         list_add_tail(&sandbox_previews, &pv->node);
-        sandbox_spec_fields(pv->sb, &pv->spec);
-        if (ops->preview_workdir)
-                ops->preview_workdir(&pv->spec, pv, sandbox_preview_workdir_cb);
-        else
-                sandbox_preview_workdir_cb(pv, NULL);
+        hostpaths_judge(c, &pv->sb->who, sandbox_preview_eval, sandbox_preview_judged, pv);
 }
 
 /* What a create of params would refuse up front: see sandbox.h. */

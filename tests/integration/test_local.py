@@ -451,6 +451,47 @@ class HungHostPaths(unittest.TestCase):
         self.assertIn("verdict", r.get("result", {}), r)
         self.assertIn("version", other.call("daemon.info", timeout=30))
 
+    def test_recreate_resolves_its_binds_off_the_loop(self):
+        """A sandbox whose container vanished is judged again before it is recreated, its
+        bind sources resolved as its owner like a create's: the new container binds them
+        (before, the recreate was judged with realpath() on the loop and the backend then
+        refused the bind as never resolved), and a source below a mount that stopped
+        answering fails the exec that asked with -32005 while the daemon answers everyone."""
+        from test_docker import docker
+        top = tempfile.mkdtemp(prefix="sbxrec-")
+        self.addCleanup(os.rmdir, top)
+        os.mkdir(os.path.join(top, "w"))
+        self.addCleanup(os.rmdir, os.path.join(top, "w"))
+        c = self.daemon.client(on_request=lambda m: {"decision": "once"})
+        self.addCleanup(c.close)
+        sb = c.call("sandbox.create", {"backend": "docker", "name": "rec-binds", "mounts": [
+            {"type": "bind", "source": top + "/w", "target": "/w"}]}, timeout=120)
+        exec_ = {"jsonrpc": "2.0", "id": "x", "method": "exec",
+                 "params": {"sandbox": sb["id"], "command": "test -d /w && echo bound"}}
+
+        def vanish():
+            cid = c.call("sandbox.get", {"id": sb["id"]})["details"]["container_id"]
+            docker("rm", "-f", cid)
+        vanish()
+        c.send(exec_)
+        r = c.wait_response("x", timeout=120)  # recreated, with its bind
+        self.assertEqual(r.get("result", {}).get("stdout"), "bound\n", r)
+        self.assertTrue(r["result"].get("sandbox_recreated"), r)
+        vanish()
+        mount = HungMount(0, over=top)  # from now on the source answers nothing
+        self.addCleanup(mount.close)
+        c.send(exec_)
+        req = mount.next_request()
+        self.assertNotEqual(req[6], self.daemon.proc.pid, req)
+        other = client_as(self.daemon.socket, NOBODY)
+        self.addCleanup(other.close)
+        self.assertIn("version", other.call("daemon.info", timeout=30))
+        r = c.wait_response("x", timeout=60)
+        self.assertEqual(r.get("error", {}).get("code"), -32005, r)
+        self.assertIn("host path '%s/w' did not answer within 1 s" % top, r["error"]["message"])
+        # not recreated: the sandbox is gone, as after any recreate that fails
+        self.assertNotIn(sb["id"], [s["id"] for s in c.call("sandbox.list")["sandboxes"]])
+
     def test_exec_of_a_command_as_nobody(self):
         # (its default sandbox is made first: local, whose checks do not touch the path)
         self.hang(NOBODY, lambda p: {"command": "docker run --rm -v %s:/x alpine true" % p},
