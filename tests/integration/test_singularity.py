@@ -407,6 +407,13 @@ class SingularityHungBindTest(FakeDaemonTest):
     extra = "[limits]\nfile_timeout_s = 1\n"
 
     def test_bind_source_hangs_after_the_approval(self):
+        self.hang_after_approval(lambda src: {
+            "mounts": [{"type": "bind", "source": src, "target": "/w"}]})
+
+    def test_section_bind_hangs_after_the_approval(self):  # Apptainer's own spelling
+        self.hang_after_approval(lambda src: {"singularity": {"binds": [src + ":/w:ro"]}})
+
+    def hang_after_approval(self, spec):
         top = tempfile.mkdtemp(prefix="hung-", dir=self.fake.dir)
         os.mkdir(os.path.join(top, "w"))
         mounts = []
@@ -417,8 +424,8 @@ class SingularityHungBindTest(FakeDaemonTest):
             return {"decision": "once"}
         c = self.daemon.client(on_request=approve)
         self.addCleanup(c.close)
-        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create", "params": dict(
-            SPEC, mounts=[{"type": "bind", "source": top + "/w", "target": "/w"}])})
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox.create",
+                "params": dict(SPEC, **spec(top + "/w"))})
         while not mounts:
             c.read(timeout=60)  # answers the approval request
         req = mounts[0].next_request()  # the backend's lookup waits on the mount
