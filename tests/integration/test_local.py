@@ -430,6 +430,7 @@ class HungHostPaths(unittest.TestCase):
         other = client_as(d.socket, None)  # another uid, answered meanwhile
         self.addCleanup(other.close)
         self.assertIn("version", other.call("daemon.info", timeout=30))
+        self.assertIsInstance(other.call("sandbox.list", timeout=30)["sandboxes"], list)
         a.close()
         until(lambda: all(killed(h) for h in helpers),
               lambda: "not killed: %s" % [h for h in helpers if not killed(h)])
@@ -486,6 +487,7 @@ class HungHostPaths(unittest.TestCase):
         other = client_as(self.daemon.socket, NOBODY)
         self.addCleanup(other.close)
         self.assertIn("version", other.call("daemon.info", timeout=30))
+        self.assertIsInstance(other.call("sandbox.list", timeout=30)["sandboxes"], list)
         r = c.wait_response("x", timeout=60)
         self.assertEqual(r.get("error", {}).get("code"), -32005, r)
         self.assertIn("host path '%s/w' did not answer within 1 s" % top, r["error"]["message"])
