@@ -206,10 +206,10 @@ hostpaths_resolve(json_t *wanted, struct conn *c, const struct backend_identity 
                 sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
                               "the host paths were not resolved: the client disconnected");
         else if (json_object_size(wanted) > HOSTPATHS_MAX)
-                sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
-                              "the request names %zu host paths; at most %d are resolved: name "
-                              "fewer",
-                              json_object_size(wanted), HOSTPATHS_MAX);
+                sbx_error_limit(&h->err, "host_paths_per_request", HOSTPATHS_MAX,
+                                "limit reached: the request names %zu host paths; at most %d "
+                                "are resolved for one request: name fewer",
+                                json_object_size(wanted), HOSTPATHS_MAX);
         else
                 hostpaths_budget(who->uid, json_object_size(wanted), &h->err);
         json_object_foreach(wanted, path, w)

@@ -15,7 +15,8 @@
 #include "backends/backend.h"
 #include "policy/policy.h"
 
-/* The most paths one request may have resolved. One uid's requests have at most [limits]
+/* The most paths one request may have resolved (-32004 {limit: "host_paths_per_request"}
+ * beyond). One uid's requests have at most [limits]
  * max_path_lookups_per_uid at a time: each is a helper process of that uid for up to
  * file_timeout_s, however many requests name hung paths. */
 #define HOSTPATHS_MAX 64
@@ -27,7 +28,7 @@ typedef void (*hostpaths_eval_fn)(void *ctx, json_t *host_paths, json_t *wanted,
 /* Its outcome: r (cleared after the call: move what is kept) with the paths it was judged
  * with (borrowed), or err (r and paths NULL; the callee may move it, hostpaths_fail): -32005
  * naming the path that did not answer, or -32004 {limit, value} for a request past
- * max_path_lookups_per_uid. */
+ * max_path_lookups_per_uid or HOSTPATHS_MAX. */
 typedef void (*hostpaths_judged_fn)(void *ctx, struct policy_result *r, json_t *paths,
                                     struct sbx_error *err);
 

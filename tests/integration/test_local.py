@@ -415,6 +415,16 @@ class HungHostPaths(unittest.TestCase):
                 "params": lookups(mount, 3, 8)})
         self.assertIn("did not answer", c.wait_response(3, timeout=60)["error"]["message"])
 
+    def test_host_paths_per_request(self):
+        """A request naming more than 64 host paths is refused at once, nothing looked up."""
+        c = client_as(self.daemon.socket, NOBODY)
+        self.addCleanup(c.close)
+        r = c.request("policy.check", {"command": "docker run --rm %s alpine true" % " ".join(
+            "-v /nonexistent/p%d:/x%d" % (i, i) for i in range(65))})
+        self.assertEqual(r.get("error", {}).get("code"), -32004, r)
+        self.assertEqual(r["error"].get("data"), {"limit": "host_paths_per_request", "value": 64})
+        self.assertIn("the request names 65 host paths; at most 64", r["error"]["message"])
+
     def test_client_gone_mid_lookup(self):
         """A client that disconnects while its lookups wait: their helpers are killed at once
         and their slots are free at once (before, each lived until file_timeout_s, 60 s by
