@@ -5,12 +5,14 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "backends/spawn.h"
+#include "protocol/list.h"
 #include "protocol/util.h"
 
 enum cf_kind { CF_READ, CF_CONNECT, CF_RESOLVE };
@@ -70,9 +73,24 @@ struct caller_job {
         bool is_dir, answered; /* a resolve: what the helper said, and that it did */
         enum cf_kind kind;
         bool nearest; /* a resolve of the nearest existing parent (caller_path_resolve_nearest) */
+        bool refused; /* its uid had max_helpers (refused_max) alive: no helper started */
+        unsigned refused_max;
         char *error;
         int missing;
 };
+
+/* A helper started and not known to have exited: what max_helpers_per_uid counts. A killed or
+ * abandoned job's helper stays here while its process lives (one stuck in a hung FUSE or
+ * network mount outlives its SIGKILL until the mount answers or aborts). */
+struct cf_alive {
+        struct list node;
+        uid_t uid; /* whose request started it (who->uid, or the daemon's uid for NULL) */
+        pid_t pid;
+        int pidfd; /* -1: pidfd_open failed (ENOSYS before Linux 5.3, EMFILE): waitid asks */
+};
+
+static struct list cf_helpers = {&cf_helpers, &cf_helpers};
+static unsigned cf_max_helpers = 128;
 
 /* ---- the helper (a fork of the daemon: async-signal-safe calls only) ---- */
 
@@ -449,17 +467,101 @@ cf_timer_cb(uv_timer_t *t)
         cf_finish(j, NULL, 0);
 }
 
+/* ---- the helpers alive, per uid ---- */
+
+/* Whether h's process has exited (a zombie, or reaped already). */
+static bool
+cf_alive_exited(const struct cf_alive *h)
+{
+        struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
+        siginfo_t si = {0};
+
+        if (h->pidfd >= 0) /* readable once the process has exited, reaped or not */
+                return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
+        /* No pidfd: ours until reaped (ECHILD: it was); a reused pid of another child of ours
+         * counts as alive, never the other way round. */
+        if (waitid(P_PID, (id_t) h->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+                return errno == ECHILD;
+        return si.si_pid == h->pid;
+}
+
+static void
+cf_alive_forget(struct cf_alive *h)
+{
+        list_del(&h->node);
+        if (h->pidfd >= 0)
+                close(h->pidfd);
+        free(h);
+}
+
+/* Forgets uid's helpers that have exited; the number still alive. */
+static unsigned
+cf_alive_count(uid_t uid)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &cf_helpers)
+        {
+                struct cf_alive *h = LIST_ENTRY(pos, struct cf_alive, node);
+                if (h->uid == uid && cf_alive_exited(h))
+                        cf_alive_forget(h);
+        }
+        return LIST_COUNT_UID(&cf_helpers, struct cf_alive, node, uid, uid);
+}
+
+/* Counts the helper pid (just forked, not reaped: the loop thread reaps) as uid's. */
+static void
+cf_alive_add(uid_t uid, pid_t pid)
+{
+        struct cf_alive *h = xcalloc(1, sizeof(*h));
+#ifdef SYS_pidfd_open
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+#else
+        int fd = -1;
+        errno = ENOSYS;
+#endif
+
+        if (fd < 0 && errno == ESRCH) { /* gone already */
+                free(h);
+                return;
+        }
+        *h = (struct cf_alive){.uid = uid, .pid = pid, .pidfd = fd};
+        list_add_tail(&cf_helpers, &h->node);
+}
+
+/* Whether who's uid may start one more helper: 0, or -EAGAIN with j->error set. */
+static int
+cf_admit(struct caller_job *j, uid_t uid)
+{
+        unsigned alive = cf_alive_count(uid);
+
+        if (alive < cf_max_helpers)
+                return 0;
+        j->refused = true;
+        j->refused_max = cf_max_helpers;
+        free(j->error);
+        j->error =
+                xasprintf("cannot %s '%s': limit reached: uid %u has %u helpers stuck in the "
+                          "filesystem (a hung mount?): unmount it or wait for it to answer; "
+                          "at most %u at a time ([limits] max_helpers_per_uid)",
+                          cf_words[j->kind].verb, j->path, (unsigned) uid, alive, cf_max_helpers);
+        return -EAGAIN;
+}
+
 /* Forks the helper; 0, or negative errno with j->error set. */
 static int
 cf_start(uv_loop_t *loop, struct caller_job *j, const struct backend_identity *who)
 {
         int sv[2] = {-1, -1}, keep[2], r;
         struct cf_args a = {j->path, j->max, -1, -1, j->kind, j->nearest};
+        uid_t owner = who ? who->uid : geteuid();
 
         if (j->path[0] != '/') {
                 cf_fail(j, EINVAL, "the path must be absolute");
                 return -EINVAL;
         }
+        if (cf_admit(j, owner) < 0)
+                return -EAGAIN;
         j->memfd = memfd_create("sandboxd-caller-file", MFD_CLOEXEC);
         if (j->memfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
                 cf_fail(j, errno, NULL);
@@ -475,6 +577,7 @@ cf_start(uv_loop_t *loop, struct caller_job *j, const struct backend_identity *w
                 cf_fail(j, -r, "cannot start a helper as that uid");
                 return r;
         }
+        cf_alive_add(owner, j->pid);
         uv_poll_init(loop, &j->poll, j->ctl);
         j->poll.data = j;
         j->poll_init = true;
@@ -584,4 +687,32 @@ caller_job_cancel(struct caller_job *j)
 {
         j->cancelled = true;
         cf_finish(j, NULL, 0);
+}
+
+/* Whether j was refused for its uid's helpers alive. */
+bool
+caller_job_refused(const struct caller_job *j, unsigned *max)
+{
+        if (j->refused && max)
+                *max = j->refused_max;
+        return j->refused;
+}
+
+/* Sets the bound on one uid's helpers alive. */
+void
+caller_file_set_limits(unsigned max_helpers_per_uid)
+{
+        cf_max_helpers = max_helpers_per_uid;
+}
+
+/* Forgets every helper still counted (their processes are not waited for). */
+void
+caller_file_shutdown(void)
+{
+        struct list *pos, *tmp;
+
+        LIST_FOREACH_SAFE(pos, tmp, &cf_helpers)
+        {
+                cf_alive_forget(LIST_ENTRY(pos, struct cf_alive, node));
+        }
 }

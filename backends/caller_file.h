@@ -9,6 +9,13 @@
  *
  * Only regular files, at most max bytes, never blocking the loop: the helper is killed after
  * timeout_ms (a file on a dead network mount) and the read fails. Loop thread only.
+ *
+ * A killed helper may live on: one stuck in a hung FUSE or network mount dies only when the
+ * mount answers or aborts. So every helper counts against the uid that asked (who's, the
+ * daemon's own for NULL) until its process has exited, whatever became of its job (a pidfd
+ * per helper, polled on that uid's next start; waitid(WNOWAIT) where pidfd_open fails): a uid
+ * with caller_file_set_limits' bound alive gets no new helper, the job fails at once (its
+ * callback from the loop; caller_job_refused says why) and no uid fills the pid table.
  */
 #ifndef SANDBOXD_CALLER_FILE_H
 #define SANDBOXD_CALLER_FILE_H
@@ -70,5 +77,16 @@ void caller_job_abort(struct caller_job *j, const char *why);
 /* Abandons a job before its callback (daemon shutdown): the helper is killed, its handles
  * close, and no callback follows. */
 void caller_job_cancel(struct caller_job *j);
+
+/* Whether j (in its callback) failed because its uid had the bound of helpers alive; *max (may
+ * be NULL) is that bound. */
+bool caller_job_refused(const struct caller_job *j, unsigned *max);
+
+/* At most max_helpers_per_uid helpers of one uid alive at a time (default 128; [limits]
+ * max_helpers_per_uid). */
+void caller_file_set_limits(unsigned max_helpers_per_uid);
+/* The daemon stops: the helpers still counted are forgotten (their pidfds closed), not waited
+ * for. */
+void caller_file_shutdown(void);
 
 #endif

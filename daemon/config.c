@@ -75,6 +75,7 @@ static const struct config_key config_keys[] = {
         K("limits", "file_timeout_s", CT_U64, file_timeout_s, 86400),
         K("limits", "max_input_bytes_per_uid", CT_SIZE, max_input_bytes_per_uid, 1ULL << 40),
         K("limits", "max_path_lookups_per_uid", CT_U64, max_path_lookups_per_uid, 100000),
+        K("limits", "max_helpers_per_uid", CT_U64, max_helpers_per_uid, 100000),
         K("exec", "default_timeout_s", CT_U64, default_timeout_s, 31536000),
         K("exec", "max_foreground_timeout_s", CT_U64, max_foreground_timeout_s, 31536000),
         K("exec", "kill_grace_ms", CT_U64, kill_grace_ms, 600000),
@@ -119,6 +120,7 @@ config_new_default(void)
         c->file_timeout_s = 60;
         c->max_input_bytes_per_uid = 64u << 20;
         c->max_path_lookups_per_uid = 64;
+        c->max_helpers_per_uid = 128;
         c->default_timeout_s = 180;
         c->max_foreground_timeout_s = 3600;
         c->kill_grace_ms = 2000;

@@ -42,6 +42,7 @@ struct config {
         uint64_t file_timeout_s;           /* each phase of a file op (resolve, I/O) */
         uint64_t max_input_bytes_per_uid;  /* read buffers (half-sent lines) of one uid */
         uint64_t max_path_lookups_per_uid; /* host path helpers of one uid (hostpaths.h) */
+        uint64_t max_helpers_per_uid;      /* caller_file.h helpers of one uid still alive */
         /* [exec] */
         uint64_t default_timeout_s;
         uint64_t max_foreground_timeout_s;

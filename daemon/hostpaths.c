@@ -88,10 +88,13 @@ hostpath_cb(void *ctx, const char *real, bool is_dir, const char *error)
 {
         struct hostpath_one *o = ctx;
         struct hostpaths *h = o->h;
+        unsigned max;
 
         (void) is_dir;
         list_del(&o->node);
-        if (error && h->gone && !h->err.code)
+        if (error && !h->err.code && caller_job_refused(o->job, &max))
+                sbx_error_limit(&h->err, "max_helpers_per_uid", (long long) max, "%s", error);
+        else if (error && h->gone && !h->err.code)
                 sbx_error_set(&h->err, SBX_E_BACKEND, NULL,
                               "host path '%s' was not resolved: the client disconnected", o->path);
         else if (error && !h->err.code)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/caller_file.h"
 #include "backends/credenv.h"
 #include "backends/spawn.h"
 #include "daemon/approval.h"
@@ -271,6 +272,7 @@ main_hup_cb(uv_signal_t *s, int signum)
         reload_error = NULL;
         conn_set_limits(c->max_message_bytes, c->conn_write_buffer_max, c->max_pending_requests,
                         c->max_pending_requests_per_uid, c->max_input_bytes_per_uid);
+        caller_file_set_limits((unsigned) c->max_helpers_per_uid);
         log_set_level(!strcmp(c->log_level, "debug") ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
         if (server_reload_policy(&err) < 0) {
                 main_status_cb(NULL);
@@ -461,6 +463,7 @@ main_shutdown(void)
         if (uv_loop_close(g.loop) != 0)
                 log_warn("event loop not empty at exit");
         records_shutdown();
+        caller_file_shutdown();
         approval_shutdown();
         audit_close();
         policy_free(g.policy);
@@ -630,6 +633,7 @@ main(int argc, char **argv)
         conn_set_limits(g.config->max_message_bytes, g.config->conn_write_buffer_max,
                         g.config->max_pending_requests, g.config->max_pending_requests_per_uid,
                         g.config->max_input_bytes_per_uid);
+        caller_file_set_limits((unsigned) g.config->max_helpers_per_uid);
         if (server_reload_policy(&err) < 0)
                 goto fatal;
         /* Orphaned grandchildren of our execs are re-parented to us and reaped at once, so a

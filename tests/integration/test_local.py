@@ -16,7 +16,8 @@ from harness import Daemon, needs_root
 from test_identity import NOBODY
 from test_isolation import client_as
 
-FUSE_INIT, FUSE_IN_HEADER = 26, struct.Struct("<IIQQIIIHH")  # len opcode unique nodeid uid gid pid
+FUSE_LOOKUP, FUSE_INIT = 1, 26
+FUSE_IN_HEADER = struct.Struct("<IIQQIIIHH")  # len opcode unique nodeid uid gid pid
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MNT_DETACH = 2, 4, 8, 2
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -461,6 +462,54 @@ class HungHostPaths(unittest.TestCase):
         r = b.wait_response(2, timeout=30)
         self.assertIn("verdict", r.get("result", {}), r)
         self.assertIn("version", other.call("daemon.info", timeout=30))
+
+    def test_helpers_alive_per_uid(self):
+        """A helper whose lookup a mount took and never answered outlives its SIGKILL, so the
+        slots freed at disconnect do not bound processes: one uid has at most [limits]
+        max_helpers_per_uid (4 here) alive, counted until each has exited; past it, -32004
+        {limit, value} at once while root is answered (before, each round left 2 more: one uid
+        could fill the host's pid table)."""
+        d, first = nobody_daemon_and_mount(
+            self, "[limits]\nmax_path_lookups_per_uid = 2\nmax_helpers_per_uid = 4\n")
+        mounts = [first]
+        for _ in range(3):  # one lookup each: FUSE takes one at a time per directory
+            mounts.append(HungMount(NOBODY))
+            self.addCleanup(lambda m=mounts[-1]: m.fd is None or m.close())
+        stuck = set()
+        for k, pair in ((1, mounts[:2]), (2, mounts[2:])):  # 2 lookups taken, the client gone
+            a = client_as(d.socket, NOBODY)
+            vols = " ".join("-v %s/p%d:/x%d" % (m.dir, k, i) for i, m in enumerate(pair))
+            a.send({"jsonrpc": "2.0", "id": k, "method": "policy.check",
+                    "params": {"command": "docker run --rm %s alpine true" % vols}})
+            for m in pair:
+                self.assertEqual(m.next_request()[1], FUSE_LOOKUP)
+            helpers = children_of(d.proc.pid, NOBODY) - stuck
+            self.assertEqual(len(helpers), 2, helpers)
+            a.close()
+            until(lambda: all(killed(h) for h in helpers),
+                  lambda: "not killed: %s" % [h for h in helpers if not killed(h)])
+            stuck |= helpers
+        self.assertTrue(all(alive(h) for h in stuck), stuck)  # killed, still there
+        c = client_as(d.socket, NOBODY)
+        self.addCleanup(c.close)
+        r = c.request("policy.check", lookups(first, 3, 2), timeout=30)
+        self.assertEqual(r.get("error", {}).get("code"), -32004, r)
+        self.assertEqual(r["error"].get("data"), {"limit": "max_helpers_per_uid", "value": 4})
+        self.assertIn("uid %d has 4 helpers stuck in the filesystem (a hung mount?): unmount it "
+                      "or wait for it to answer; at most 4 at a time ([limits] "
+                      "max_helpers_per_uid)" % NOBODY, r["error"]["message"])
+        self.assertEqual(children_of(d.proc.pid, NOBODY), stuck)  # none started
+        root = client_as(d.socket, None)  # another uid: its own count
+        self.addCleanup(root.close)
+        r = root.request("policy.check", {"command": "docker run --rm -v /nonexistent/r:/x "
+                                          "-v %s:/y alpine true" % d.dir}, timeout=30)
+        self.assertIn("verdict", r.get("result", {}), r)
+        for m in mounts:  # the mounts abort: the stuck helpers exit, nobody's count with them
+            m.close()
+        until(lambda: not any(alive(h) for h in stuck),
+              lambda: "alive: %s" % [h for h in stuck if alive(h)])
+        r = c.request("policy.check", lookups(first, 5, 2), timeout=30)
+        self.assertIn("verdict", r.get("result", {}), r)
 
     def test_recreate_resolves_its_binds_off_the_loop(self):
         """A sandbox whose container vanished is judged again before it is recreated, its

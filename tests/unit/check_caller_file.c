@@ -1,10 +1,13 @@
 /* check_caller_file.c — caller_path_resolve (backends/caller_file.h) on a real loop with real
  * helpers: where a path leads and whether it is a directory, as the caller. (A path that
  * never answers needs a hung mount: tests/integration/test_local.py.) */
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,9 @@ struct seen {
         bool is_dir;
         char real[PATH_MAX], error[512];
         bool has_real, has_error;
+        struct caller_job *job; /* set: whether it was refused is asked in the callback */
+        bool refused;
+        unsigned max;
 };
 
 static void
@@ -33,6 +39,8 @@ seen_cb(void *ctx, const char *real, bool is_dir, const char *error)
         s->has_error = error != NULL;
         snprintf(s->real, sizeof(s->real), "%s", real ? real : "");
         snprintf(s->error, sizeof(s->error), "%s", error ? error : "");
+        if (s->job)
+                s->refused = caller_job_refused(s->job, &s->max);
 }
 
 /* Resolves path as who (NULL: as this process) and waits for the answer; with nearest, a
@@ -174,6 +182,87 @@ START_TEST(test_as_the_caller)
 }
 END_TEST
 
+struct connected {
+        int calls;
+        char error[512];
+};
+
+static void
+connected_cb(void *ctx, int fd, const char *error)
+{
+        struct connected *c = ctx;
+
+        c->calls++;
+        snprintf(c->error, sizeof(c->error), "%s", error ? error : "");
+        if (fd >= 0)
+                close(fd);
+}
+
+/* Starts a resolve of path as who on loop and runs the loop until its callback. */
+static struct seen
+resolve_on(uv_loop_t *loop, const struct backend_identity *who, const char *path)
+{
+        struct seen s = {0};
+
+        s.job = caller_path_resolve(loop, who, path, 30000, &s, seen_cb);
+        ck_assert_int_eq(s.calls, 0); /* never before it returns, refused or not */
+        while (!s.calls)
+                uv_run(loop, UV_RUN_ONCE);
+        return s;
+}
+
+/* A uid with max_helpers_per_uid helpers alive gets no more until they have exited, however
+ * their jobs ended. (Here the helpers wait in connect() on a listener whose backlog is full.) */
+START_TEST(test_helpers_alive_per_uid)
+{
+        struct backend_identity nobody = {.uid = 65534, .gid = 65534};
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct connected w[2] = {{0}};
+        uv_loop_t loop;
+        struct seen s;
+        int l, filler;
+
+        make_tree();
+        ck_assert_int_lt(strlen(dir) + 6, sizeof(sa.sun_path));
+        memcpy(sa.sun_path, dir, strlen(dir));
+        memcpy(sa.sun_path + strlen(dir), "/sock", 6);
+        l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_eq(bind(l, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(l, 0), 0);
+        filler = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0); /* fills the backlog */
+        ck_assert_int_eq(connect(filler, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        caller_file_set_limits(2);
+        ck_assert_int_eq(uv_loop_init(&loop), 0);
+        for (int i = 0; i < 2; i++)
+                caller_socket_connect(&loop, NULL, sa.sun_path, 60000, &w[i], connected_cb);
+        s = resolve_on(&loop, NULL, dir);
+        ck_assert(s.refused && s.max == 2 && s.has_error && !s.has_real);
+        ck_assert_msg(strstr(s.error, "has 2 helpers stuck in the filesystem (a hung mount?): "
+                                      "unmount it or wait for it to answer; at most 2 at a time "
+                                      "([limits] max_helpers_per_uid)"),
+                      "%s", s.error);
+        if (geteuid() == 0) { /* another uid has its own count */
+                s = resolve_on(&loop, &nobody, "/");
+                ck_assert(!s.refused && s.has_real);
+        }
+        ck_assert_int_eq(w[0].calls + w[1].calls, 0);
+        close(filler);
+        close(l); /* the waiting connects fail: the helpers exit */
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(w[0].calls + w[1].calls, 2);
+        ck_assert_ptr_nonnull(strstr(w[0].error, "Connection refused"));
+        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) /* exited, for sure */
+                ;
+        s = resolve_on(&loop, NULL, dir); /* pruned: the uid may start helpers again */
+        ck_assert(!s.refused && s.has_real && s.is_dir);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        caller_file_set_limits(128);
+        caller_file_shutdown();
+        remove_tree();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -184,6 +273,7 @@ main(void)
 
         tcase_add_test(tc, test_where_it_leads);
         tcase_add_test(tc, test_nearest_parent);
+        tcase_add_test(tc, test_helpers_alive_per_uid);
         if (geteuid() == 0)
                 tcase_add_test(tc, test_as_the_caller);
         else
