@@ -56,11 +56,22 @@ def keygen(path, comment="sandboxd-test"):
 
 
 def free_port():
+    """A port free a moment ago: whoever binds it next must see that it got it (Sshd does;
+    another test process may take it first)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def closed_port(owner):
+    """A port on 127.0.0.1 that refuses connections and that no other process can take while
+    owner (a test, or a test class) lives: bound, never listening."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    (owner.addClassCleanup if isinstance(owner, type) else owner.addCleanup)(s.close)
+    return s.getsockname()[1]
 
 
 def wait_port(port, proc=None, timeout=20):
@@ -98,20 +109,41 @@ class Sshd:
         with open(self.authorized, "w") as f:
             f.write(open(self.user_key + ".pub").read())
         os.chmod(self.authorized, 0o644)
-        self.port = free_port()
         self.config = os.path.join(self.dir, "sshd_config")
+        self.settings = (self.host_key, self.dir, self.authorized,
+                         " ".join("%s=%s" % kv for kv in sorted(setenv.items())), extra)
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        self.log = open(os.path.join(self.dir, "sshd.log"), "w+")
+        # A free port another test process takes first: sshd says so and exits; another.
+        for _ in range(5):
+            if self.listen(free_port()):
+                break
+        wait_port(self.port, self.proc)
+
+    def listen(self, port):
+        """Starts sshd on port: True once it listens (it wrote its pid file, which it does
+        after binding), False when the port was taken meanwhile."""
+        self.port = port
+        pidfile = os.path.join(self.dir, "sshd.pid")
         with open(self.config, "w") as f:
             f.write("Port %d\nListenAddress 127.0.0.1\nHostKey %s\nPidFile %s/sshd.pid\n"
                     "AuthorizedKeysFile %s\nPasswordAuthentication no\n"
                     "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
                     "UsePAM no\nStrictModes no\nMaxStartups 100\nLogLevel ERROR\nSetEnv %s\n%s\n"
-                    % (self.port, self.host_key, self.dir, self.authorized,
-                       " ".join("%s=%s" % kv for kv in sorted(setenv.items())), extra))
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation dir
-        self.log = open(os.path.join(self.dir, "sshd.log"), "w+")
+                    % ((port,) + self.settings))
         self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", self.config], stdout=self.log,
                                      stderr=subprocess.STDOUT)
-        wait_port(self.port, self.proc)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(pidfile):
+            if self.proc.poll() is not None:
+                self.log.flush()
+                if "Address already in use" in open(self.log.name).read():
+                    return False
+                raise AssertionError("sshd exited with %s" % self.proc.returncode)
+            if time.monotonic() > deadline:
+                raise AssertionError("sshd wrote no pid file within 20 s")
+            time.sleep(0.01)
+        return True
 
     def known_hosts_line(self, port=None):
         """The known_hosts line of this server's key as seen on port (default its own)."""

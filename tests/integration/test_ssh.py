@@ -450,18 +450,18 @@ class SshJumpHosts(SshClass):
 
     @classmethod
     def entries(cls):
-        from ssh_server import free_port
+        from ssh_server import closed_port
         e, key = cls.env, cls.env.sshd.user_key
         with open(e.known_hosts, "a") as f:
             f.write(cls.nofwd.known_hosts_line())
         cls.empty_kh = os.path.join(e.dir, "empty_known_hosts")
         open(cls.empty_kh, "w").close()
         cls.new_kh = os.path.join(e.dir, "new_known_hosts")
-        cls.gone = free_port()
+        cls.gone = closed_port(cls)
         return (e.box("jump") +
                 entry("strange", e.relay.port, key, "known_hosts = %s\n" % cls.empty_kh) +
                 entry("nofwd", cls.nofwd.port, cls.nofwd.user_key) +
-                entry("deadjump", free_port(), key) +
+                entry("deadjump", closed_port(cls), key) +
                 entry("badkey", e.relay.port, e.sshd.other_key) +
                 entry("newjump", e.relay.port, key, "known_hosts = %s\nhost_key_policy = "
                       "accept-new\n" % cls.new_kh) + e.far("via_new", "newjump") +
@@ -636,8 +636,8 @@ class SshTrustAndCredentials(unittest.TestCase):
         self.assertIn(self.env.sshd.other_key, msg)
 
     def test_unreachable_port_and_unknown_name(self):
-        from ssh_server import free_port
-        d = self.daemon(entry("closed", free_port(), self.env.sshd.user_key) +
+        from ssh_server import closed_port
+        d = self.daemon(entry("closed", closed_port(self), self.env.sshd.user_key) +
                         entry("nowhere", 22, self.env.sshd.user_key).replace(
                             "127.0.0.1", "no-such-host.invalid"))
         self.assertIn("refused (is sshd running there", self.create_error(d, {"host": "closed"}))
@@ -1010,8 +1010,13 @@ class SshRestart(unittest.TestCase):
             c.call("sandbox.create", {"backend": "ssh", "name": "s", "ssh": {"host": "box"}},
                    timeout=60)
             self.env.relay.hold_replies(True)
+            # It ends once go exists (made while no daemon runs; or the test's directory
+            # went): seen running however slowly the ps below answers.
+            go = os.path.join(self.env.dir, "go")
             eid = c.call("exec", {"sandbox": "s", "background": True, "command":
-                                  ": %s; echo begin; sleep 1; echo end" % tok})["exec_id"]
+                                  ": %s; echo begin; while [ -d %s ] && [ ! -e %s ]; do "
+                                  "sleep 0.05; done; echo end" % (tok, self.env.dir, go)}
+                         )["exec_id"]
             deadline = time.monotonic() + 30
             while not remote_pids(self.env, tok):
                 self.assertLess(time.monotonic(), deadline, "the exec never ran")
@@ -1020,6 +1025,7 @@ class SshRestart(unittest.TestCase):
             log = d.stop()
             self.env.relay.hold_replies(False)
         self.assertNotIn("could not start", log)
+        open(go, "w").close()
         d = self.start()
         try:
             c = d.client()
