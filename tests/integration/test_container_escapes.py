@@ -320,6 +320,9 @@ main(int argc, char **argv)
 @needs_root("needs root to act as a second uid")
 class RunsAsCaller(unittest.TestCase):
     """A root daemon without userns-remap: nobody's container runs as nobody, root's as root."""
+    # run.py -j: test_inotify_exhaustion_stays_the_callers takes every inotify instance of
+    # uid 65534 (a host-wide per-uid limit) that other classes' nobody processes may need.
+    run_alone = "exhausts uid 65534's inotify instances"
 
     @classmethod
     def setUpClass(cls):
