@@ -95,8 +95,9 @@ ALL_SRC   := $(LIB_SRC) $(CLIENT_SRC) $(TEST_SRC) $(TEST_HELPER_SRC) $(BENCH_SRC
 FMT_SRC   := $(sort $(ALL_SRC) $(wildcard */*.h */*/*.h */*/*/*.h tests/*/*.h tests/fakes/*.c \
              tests/oracle/*.c fuzz/*.c))
 
-.PHONY: all check unit-check integration-check bench install uninstall format format-check \
-        clean fuzz fuzz-corpus fuzz-run-policy fuzz-run-container fuzz-run-shell
+.PHONY: all check unit-build unit-check integration-check bench install uninstall format \
+        format-check clean fuzz fuzz-build fuzz-corpus fuzz-run-policy fuzz-run-container \
+        fuzz-run-shell
 
 BINS      := $(SANDBOXD) $(if $(CLIENT_SRC),$(SANDBOXCTL)) $(AGENT) $(NSBOX)
 
@@ -155,9 +156,17 @@ $(B)/bench/bench_local: | $(CODEX_STAGE)
 
 check: unit-check integration-check
 
-unit-check: $(TEST_BIN)
-	@set -e; for t in $(TEST_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
+# Each unit test binary is a target of its own (unit-run-check_X): `make -j2 -Otarget
+# unit-check` (scripts/test.sh) runs them side by side, each one's output whole. unit-build
+# only builds them.
+unit-build: $(TEST_BIN)
 
+unit-check: $(TEST_BIN:$(B)/tests/%=unit-run-%)
+
+unit-run-%: $(B)/tests/%
+	@echo "== $<"; CK_FORK=yes $<
+
+# SANDBOXD_TEST_JOBS=N runs the test classes in N worker processes (tests/integration/run.py).
 integration-check: $(BINS)
 	SANDBOXD_BIN=$(abspath $(SANDBOXD)) SANDBOXCTL_BIN=$(abspath $(SANDBOXCTL)) \
 		/usr/bin/python3 tests/integration/run.py $(TESTS)
@@ -240,6 +249,8 @@ FUZZ_SHELL_SRC := backends/shell_state.c protocol/util.c
 # The three runs are independent targets: `make -j2 -Otarget fuzz` (scripts/test.sh) runs them
 # side by side, each given the same time, and prints each one's output whole when it ends.
 fuzz: fuzz-run-policy fuzz-run-container fuzz-run-shell
+
+fuzz-build: build/fuzz/fuzz_policy build/fuzz/fuzz_container build/fuzz/fuzz_shell fuzz-corpus
 
 fuzz-corpus:
 	@mkdir -p build/fuzz/corpus build/fuzz/corpus_container build/fuzz/corpus_shell
