@@ -134,10 +134,11 @@ class Worker:
 
 
 class Pool:
-    """Runs jobs on at most n workers and prints each class's output as it ends."""
+    """Runs jobs on workers (run: at most width at a time) and prints each class's output as
+    it ends."""
 
-    def __init__(self, n, run_py):
-        self.n, self.run_py = n, run_py
+    def __init__(self, run_py):
+        self.run_py = run_py
         self.idle, self.busy = [], []
         self.tmp = tempfile.mkdtemp(prefix="sbxrun-")
         self.seconds, self.totals = {}, []
@@ -151,6 +152,9 @@ class Pool:
 
     def start(self, job):
         w = self.idle.pop() if self.idle else Worker(self.run_py)
+        if w.proc.poll() is not None:  # it went while idle (killed from outside)
+            w.kill()
+            w = Worker(self.run_py)
         w.give(job, os.path.join(self.tmp, "%s.out" % job[1]))
         self.busy.append(w)
 
@@ -175,7 +179,7 @@ class Pool:
         w.kill()
         n = len(w.job[2])
         self.done(w, {"passed": 0, "skipped": 0, "failed": n, "failed_ids": [w.job[1]]},
-                  "%s: %s; its %d tests count as failed" % (w.job[1], why, n))
+                  "%s: %s; its %d test%s count as failed" % (w.job[1], why, n, "s"[:n != 1]))
 
     def done(self, w, t, why):
         secs = time.monotonic() - w.started
@@ -213,7 +217,7 @@ def run_parallel(suite, n, run_py, run_here):
               for t in tests]
     par, alone = plan([c for c in classes if c[2].__module__ != "unittest.loader"],
                       load_weights())
-    pool = Pool(n, run_py)
+    pool = Pool(run_py)
     # SIGTERM (make interrupted, a CI timeout) ends the workers and their daemons too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if broken:
