@@ -305,6 +305,8 @@ class HungHostPaths(unittest.TestCase):
     mount that never answers: resolved as the caller by a helper, never on the daemon's loop;
     the request fails after [limits] file_timeout_s naming the path, and meanwhile the daemon
     answers everyone (the old daemon resolved it with realpath() on its loop and hung)."""
+    # run.py -j: like HungWorkdir's, its FUSE mounts under /tmp never answer.
+    run_alone = "mounts file systems that never answer"
 
     @classmethod
     def setUpClass(cls):

@@ -404,6 +404,8 @@ class SingularityHungBindTest(FakeDaemonTest):
     lead then, judged again), in helpers, off the loop, bounded by [limits] file_timeout_s:
     a source below a mount that stops answering meanwhile fails the create with -32005 and
     the daemon answers everyone (the old backend called realpath() on its loop and hung)."""
+    # run.py -j: like HungWorkdir's, its FUSE mounts under /tmp never answer.
+    run_alone = "mounts file systems that never answer"
     extra = "[limits]\nfile_timeout_s = 1\n"
 
     def test_bind_source_hangs_after_the_approval(self):
