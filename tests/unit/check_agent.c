@@ -24,7 +24,7 @@
 #include "protocol/util.h"
 
 #define MAX_RUNS   1100
-#define TIMEOUT_MS 5000
+#define TIMEOUT_MS 30000 /* a safety net for a stuck agent, not a speed bound (tcase: 60 s) */
 
 struct msg {
         uint32_t id, len;
