@@ -27,8 +27,12 @@
  *   environment of plain names (j=1): the command is a job started with job control on
  *   (`set -m` for that one `&`: its own process group, the group the tree kill signals, and
  *   SIGINT/SIGQUIT not ignored as for a background job without job control), whose subshell
- *   unexports everything and exports the exec's variables with builtins before `exec`, so it
- *   gets exactly them (bash adds no _, SHLVL or PWD to a subshell's exec);
+ *   exports the exec's variables with builtins before `exec`, so it gets exactly them (bash
+ *   adds no _, SHLVL or PWD to a subshell's exec). The session shell's own exports are
+ *   removed once, by the first such wrapper of the session (__sbx_x marks it done: an unexport
+ *   in every job's subshell cost half a millisecond before the command could start); nothing
+ *   a sandboxd session runs exports anything after that (the wrapper's exports are the job's,
+ *   Daytona's own wrapper has none), and the session's variables keep their values;
  *   otherwise (dash, a BASH_FUNC_ or other name bash cannot export, one of bash's own
  *   variables, no PATH): `setsid env -i ENV… ARGV…` in a child, as before; setsid and env run
  *   with LC_ALL=C (neither then loads the sandbox's locale, and env -i drops it).
@@ -36,6 +40,9 @@
 static const char daytona_cmd_body[] =
         "__sbx_e() { printf '%s %s\\n' \"$n\" \"$*\"; printf '%s\\n' \"$n\" >&5; }\n"
         "__sbx_w() {\n"
+        /* bash, job path: the session's exports go, once (eval: dash never parses $__sbx_u) */
+        "[ \"$j\" = 1 ] && [ -n \"${BASH_VERSION-}\" ] && [ -z \"${__sbx_x-}\" ] && "
+        "{ IFS=' ' eval \"$__sbx_u\"; __sbx_x=1; }\n"
         "[ -d \"$d\" ] || mkdir -p \"$d\"\n"
         /* bash's start-up file of a shell-state exec (backends/shell_init.h) */
         "[ -z \"$b\" ] || [ -f \"$b\" ] || printf %s '" SHELL_BASH_INIT "' >\"$b\"\n"
@@ -64,11 +71,11 @@ static const char daytona_cmd_body[] =
         "[ \"$m\" = 1 ] && E=1\n"
         "if [ \"$j\" = 1 ] && [ -n \"${BASH_VERSION-}\" ]; then\n"
         /* bash: a job of its own (its pid is its process group), the environment set by
-         * builtins in the job's subshell (eval: dash never parses $__sbx_u) */
+         * builtins in the job's subshell */
         "  S=\n"
         "  case $- in *m*) ;; *) S=1; set -m;; esac\n"
         /* the fds first: the exec's variables may be named E (or f, S, q…) */
-        "  (exec 2>&$E 5>&-; { eval \"$__sbx_u\"; while case $1 in *=*) ;; *) false;; esac; "
+        "  (exec 2>&$E 5>&-; { while case $1 in *=*) ;; *) false;; esac; "
         "do export \"$1\"; shift; done; } 2>/dev/null; exec \"$@\") <\"$f\" &\n"
         "  q=$!\n"
         "  [ -z \"$S\" ] || set +m\n"
@@ -158,14 +165,16 @@ daytona_cmd_env_plain(char *const *envp)
         return path;
 }
 
-/* The bash text that unexports every variable of the job's subshell: ${!X@} are the names
- * that start with X, for every X a name can start with (no fork, no file). */
+/* The bash text that unexports every variable of the session shell (once per session, see
+ * above): ${!X@} are the names of the variables that are set and start with X, for every X a
+ * name can start with (no fork, no file); OLDPWD by its name, as bash exports it unset at its
+ * start and the wrapper's `cd` would give it a value. Run with IFS=' ' for that one eval. */
 static void
 daytona_cmd_unexport(struct buf *b)
 {
         static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
 
-        buf_appendf(b, "__sbx_u='IFS=\\ ; export -n");
+        buf_appendf(b, "__sbx_u='export -n OLDPWD");
         for (const char *c = first; *c; c++)
                 buf_appendf(b, " ${!%c@}", *c);
         buf_appendf(b, "'\n");

@@ -284,30 +284,47 @@ slurp(const char *path, char *buf, size_t size)
 struct session {
         pid_t pid;
         int out, err;
+        bool unexports; /* the wrapper clears the session's exports (bash, job path) */
 };
 
-/* Starts text with shell the way a Daytona session does: the shell reads its commands from a
- * pipe and sources the text from a file, its stdin redirected to in_path. */
 static void
-run_start(struct session *ss, const char *shell, const char *text, const char *in_path)
+text_write(const char *name, const char *text)
 {
-        char path[128], script[1024];
-        int o[2], e[2], s[2];
+        char path[128];
         FILE *f;
 
-        snprintf(path, sizeof(path), "%s/cmd.sh", tmpdir);
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
         f = fopen(path, "w");
         ck_assert_ptr_nonnull(f);
         fputs(text, f);
         fclose(f);
+}
+
+/* Starts text with shell the way a Daytona session does: the shell reads its commands from a
+ * pipe and sources the text from a file, its stdin redirected to in_path; before (not NULL) is
+ * an earlier command of the same session, its output discarded. */
+static void
+run_start(struct session *ss, const char *shell, const char *before, const char *text,
+          const char *in_path)
+{
+        char script[1024];
+        int o[2], e[2], s[2];
+
+        text_write("before.sh", before ? before : "");
+        text_write("cmd.sh", text);
+        ss->unexports = !strcmp(shell, "/bin/bash") &&
+                        (strstr(text, "\nj=1\n") || (before && strstr(before, "\nj=1\n")));
         snprintf(script, sizeof(script),
                  "P() { pwd; set -o | grep -E 'noclobber|monitor'; command -v __sbx_w __sbx_e; "
                  "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}${j-}${E-}${__sbx_u-}\"; "
-                 "ls /proc/$$/fd; export -p | grep -v -e ' _=' -e ' OLDPWD'; "
-                 "grep -E '^Sig(Ign|Cgt)' /proc/$$/status; }\n"
+                 "ls /proc/$$/fd; grep -E '^Sig(Ign|Cgt)' /proc/$$/status; "
+                 "export -p | grep -v -e ' _=' -e ' OLDPWD' >\"$1.x\"; }\n"
                  "trap 'echo >%s/trapped' TERM\n" /* as Daytona's wrapper traps TERM */
-                 "P >%s/probe.1 2>&1\n{ . %s; } <%s\nP >%s/probe.2 2>&1\n",
-                 tmpdir, tmpdir, path, in_path ? in_path : "/dev/null", tmpdir);
+                 "P %s/probe.1 >%s/probe.1 2>&1\n"
+                 "{ . %s/before.sh; } </dev/null >/dev/null 2>&1\n"
+                 "{ . %s/cmd.sh; } <%s\nP %s/probe.2 >%s/probe.2 2>&1\n",
+                 tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, in_path ? in_path : "/dev/null", tmpdir,
+                 tmpdir);
         ck_assert_int_eq(pipe(o), 0);
         ck_assert_int_eq(pipe(e), 0);
         ck_assert_int_eq(pipe(s), 0);
@@ -317,6 +334,7 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
                 dup2(o[1], 1);
                 dup2(e[1], 2);
                 close(s[1]);
+                unsetenv("OLDPWD"); /* bash then exports one without a value, as in a toolbox */
                 execl(shell, shell, (char *) NULL);
                 _exit(127);
         }
@@ -330,10 +348,11 @@ run_start(struct session *ss, const char *shell, const char *text, const char *i
 }
 
 /* Reads the session shell's output to its end and returns it labelled. The session shell's
- * state (cwd, options, functions, variables, exports, open files, ignored and caught signals;
- * not the blocked ones, which depend on the moment the probe reads them) is the same after
- * the text as before it, and nothing reached its stderr after the wrapper's marker (a
- * job notice would). */
+ * state (cwd, options, functions, variables, open files, ignored and caught signals; not the
+ * blocked ones, which depend on the moment the probe reads them) is the same after the text as
+ * before it, its exports too but where the wrapper clears them (a bash session on the job
+ * path: then none are left of the several it had), and nothing reached its stderr after the
+ * wrapper's marker (a job notice would). */
 /* Clears SIGINT in a probe's SigCgt line. bash 5.2 installs its own SIGINT handler while it
  * waits for a job (wait_sigint_handler) and now and then (1 run in ~40 here) leaves it in place
  * after the wait. Nothing the daemon does sends the session shell SIGINT (the tree kill signals
@@ -355,10 +374,22 @@ sigint_caught_unmark(char *probe)
         }
 }
 
+/* The probe files of run_start before and after the text, probe.1<ext> and probe.2<ext>. */
+static void
+probes(const char *ext, char *before, char *after, size_t size)
+{
+        char path[128];
+
+        for (int i = 1; i <= 2; i++) {
+                snprintf(path, sizeof(path), "%s/probe.%d%s", tmpdir, i, ext);
+                slurp(path, i == 1 ? before : after, size);
+        }
+}
+
 static void
 run_finish(struct session *ss, struct buf *log)
 {
-        char path[128], before[16384], after[16384];
+        char before[16384], after[16384];
         struct buf out[2] = {{0}, {0}};
         int fds[2] = {ss->out, ss->err};
 
@@ -366,13 +397,17 @@ run_finish(struct session *ss, struct buf *log)
         close(ss->out);
         close(ss->err);
         waitpid(ss->pid, NULL, 0);
-        snprintf(path, sizeof(path), "%s/probe.1", tmpdir);
-        slurp(path, before, sizeof(before));
-        snprintf(path, sizeof(path), "%s/probe.2", tmpdir);
-        slurp(path, after, sizeof(after));
+        probes("", before, after, sizeof(before));
         sigint_caught_unmark(before);
         sigint_caught_unmark(after);
         ck_assert_str_eq(after, before);
+        probes(".x", before, after, sizeof(before));
+        if (ss->unexports) {
+                ck_assert_ptr_nonnull(strstr(before, "declare -x PATH="));
+                ck_assert_str_eq(after, "");
+        } else {
+                ck_assert_str_eq(after, before);
+        }
         buf_append(&out[0], "", 1);
         buf_append(&out[1], "", 1);
         ck_assert_msg(out[1].len > sizeof(NONCE) &&
@@ -389,11 +424,12 @@ struct wrun {
         struct got g;
 };
 
-/* Runs c in shell; during (not NULL), called once the command runs (its pid is in the pid
- * file), gets the pid file. */
+/* Runs c in shell, after the session command before (not NULL) in the same session shell;
+ * during (not NULL), called once the command runs (its pid is in the pid file), gets the pid
+ * file. */
 static void
-wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path,
-            void (*during)(const char *pidfile))
+wrun_in(struct wrun *w, const char *shell, const char *before, struct daytona_cmd *c,
+        const char *in_path, void (*during)(const char *pidfile))
 {
         struct buf log = {0};
         struct session ss;
@@ -410,7 +446,7 @@ wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char
         }
         text = daytona_cmd_build(c);
         pidfile = daytona_cmd_pidfile(c->dir, c->exec_id);
-        run_start(&ss, shell, text, in_path);
+        run_start(&ss, shell, before, text, in_path);
         if (during) {
                 struct stat st;
                 while (stat(pidfile, &st) < 0 || st.st_size == 0)
@@ -428,9 +464,16 @@ wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char
 }
 
 static void
+wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path,
+            void (*during)(const char *pidfile))
+{
+        wrun_in(w, shell, NULL, c, in_path, during);
+}
+
+static void
 wrun(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path)
 {
-        wrun_during(w, shell, c, in_path, NULL);
+        wrun_in(w, shell, NULL, c, in_path, NULL);
 }
 
 static void
@@ -634,6 +677,38 @@ START_TEST(test_cmd_exact_env)
 }
 END_TEST
 
+/* A session's second exec: its environment is still exactly the exec's once the first exec
+ * cleared the session shell's exports (bash's job path does that once per session), although
+ * the first one's `cd` back gave bash's exported OLDPWD a value; and a first exec on the env -i
+ * path (which clears nothing) leaves them to the second. */
+START_TEST(test_cmd_second_exec_env)
+{
+        static char *plain[] = {"PATH=/usr/bin:/bin", "A=1", NULL};
+        static char *own[] = {"PATH=/usr/bin:/bin", "UID=12345", NULL};
+        char *first_argv[] = {"true", NULL}, *argv[] = {"/usr/bin/env", NULL};
+
+        for (int k = 0; k < 2; k++) {
+                struct daytona_cmd first = {.nonce = "~first0123456789abcdef0123456789",
+                                            .dir = tmpdir,
+                                            .exec_id = k ? "p_first1" : "p_first0",
+                                            .argv = first_argv,
+                                            .envp = k ? own : plain};
+                struct daytona_cmd c = {.argv = argv, .envp = plain};
+                char *text = daytona_cmd_build(&first), *got;
+                struct wrun w;
+
+                wrun_in(&w, shells[_i], text, &c, NULL, NULL);
+                ck_assert_int_eq(w.l.status, 0);
+                buf_append(&w.g.out[0], "", 1);
+                got = sorted_lines(w.g.out[0].data);
+                ck_assert_msg(!strcmp(got, "A=1\nPATH=/usr/bin:/bin\n"), "case %d: %s", k, got);
+                free(got);
+                free(text);
+                wrun_free(&w);
+        }
+}
+END_TEST
+
 /* The command is the leader of its own process group (the tree kill signals that group) and
  * gets SIGINT at its default, not ignored as a shell does for a background job. */
 START_TEST(test_cmd_own_group)
@@ -795,6 +870,7 @@ daytona_suite(void)
         tcase_add_loop_test(tw, test_cmd_killed_says_nothing, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_exact_env, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_second_exec_env, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_own_group, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_tree_kill, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_session_signalled, 0, ARRAY_SIZE(shells));
