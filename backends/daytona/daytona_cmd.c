@@ -16,11 +16,11 @@
  * caller removes the variables and functions. Nothing dups fd 0 in the session shell (bash 5.2
  * reading its commands from a pipe crashes on `4<&0` while its stdin is redirected): the relay
  * opens the input FIFO again as /proc/$$/fd/0, since an asynchronous list's own fd 0 is
- * /dev/null in dash. The variables n d p s b c i m j __sbx_u are set before it, its arguments
- * are the environment, then argv. bash and dash report a child killed by a signal on the
+ * /dev/null in dash. The variables n d p g X s b c i m j __sbx_u are set before it, its
+ * arguments are the environment, then argv. bash and dash report a child killed by a signal on the
  * shell's fd 2 ("line 52: 7402 Killed ( read -r q …"), which is /dev/null here, not the
  * command's output. A redirection that fails on a special built-in ends a non-interactive
- * dash, so files are tested first and the guard is created by `true`. Every external program
+ * dash, so files are tested first and the guard is written by printf. Every external program
  * costs a fork and an exec in the sandbox (each about as much as the rest of the wrapper), so
  * there are few: mkdir once, mkfifo for a relay, od for the state, and the command's own.
  *   bash (the session shell of Daytona's toolbox whenever the sandbox has it), with an
@@ -46,9 +46,11 @@ static const char daytona_cmd_body[] =
         "[ -d \"$d\" ] || mkdir -p \"$d\"\n"
         /* bash's start-up file of a shell-state exec (backends/shell_init.h) */
         "[ -z \"$b\" ] || [ -f \"$b\" ] || printf %s '" SHELL_BASH_INIT "' >\"$b\"\n"
-        "set -C\n"
-        "if ! { true >\"$p\"; } 2>/dev/null; then set +C; __sbx_e d; return 0; fi\n"
-        "set +C\n"
+        /* the guard: the session's file names the exec from before its start on */
+        "u=\n"
+        "{ read -r q u <\"$g\"; } 2>/dev/null\n"
+        "[ \"$u\" = \"$X\" ] && { __sbx_e d; return 0; }\n"
+        "{ printf '%s %s\\n' - \"$X\" >|\"$g\"; } 2>/dev/null || { __sbx_e d; return 0; }\n"
         "x=\n"
         "for a; do case $a in PATH=*) x=${a#PATH=};; *=*) ;; *) break;; esac; done\n"
         "w=$PWD\n"
@@ -79,7 +81,7 @@ static const char daytona_cmd_body[] =
         "do export \"$1\"; shift; done; } 2>/dev/null; exec \"$@\") <\"$f\" &\n"
         "  q=$!\n"
         "  [ -z \"$S\" ] || set +m\n"
-        "  echo \"$q\" >>\"$p\"\n"
+        "  printf '%s %s\\n' \"$q\" \"$X\" >|\"$g\"\n"
         /* a signal trapped by the session shell ends wait early, not the job; if the job
          * ended meanwhile (reaped already: kill -0 fails), bash kept its status for a wait */
         "  while wait \"$q\"; t=$?; [ \"$t\" -gt 128 ] && kill -0 \"$q\" 2>/dev/null; do :; done\n"
@@ -87,25 +89,28 @@ static const char daytona_cmd_body[] =
         "else\n"
         "  S=\n"
         "  command -v setsid >/dev/null 2>&1 && S=setsid\n"
-        "  (exec 2>&$E 5>&-; read -r q _ </proc/self/stat; echo \"$q\" >>\"$p\"; "
+        "  (exec 2>&$E 5>&-; read -r q _ </proc/self/stat; printf '%s %s\\n' \"$q\" \"$X\" "
+        ">|\"$g\"; "
         "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
         "  t=$?\n"
         "fi\n"
         "cd \"$w\"\n"
         "[ -n \"$r\" ] && kill \"$r\"\n"
-        /* The pid may be reused now: a kill from here on finds no tree. The file stays as the
-         * guard against a second start. */
-        "true >\"$p\"\n"
+        /* The pid may be reused now: a kill from here on finds none ("="). The line stays
+         * as the guard against a second start until the session's next exec. */
+        "printf '= %s\\n' \"$X\" >|\"$g\"\n"
         "printf '%s x %s\\n' \"$n\" \"$t\"\n"
         "[ -n \"$s\" ] && [ -f \"$s\" ] && od -An -v -tx1 \"$s\"\n"
         "printf '%s z\\n' \"$n\"\n"
         "printf '%s\\n' \"$n\" >&5\n"
         "}\n";
 
-/* The call of the function, and what the session shell keeps of it afterwards: nothing. */
-static const char daytona_cmd_tail[] = " 5>&2 2>/dev/null\n"
-                                       "unset -f __sbx_w __sbx_e\n"
-                                       "unset n d p s b c i m j x a w o r f E S q t u __sbx_u\n";
+/* The call of the function, and what the session shell keeps of it afterwards: nothing but
+ * __sbx_x (see above). */
+static const char daytona_cmd_tail[] =
+        " 5>&2 2>/dev/null\n"
+        "unset -f __sbx_w __sbx_e\n"
+        "unset n d p g X s b c i m j x a w o r f E S q t u __sbx_u\n";
 
 /* Appends s in single quotes ('\'' for a quote inside). */
 void
@@ -188,11 +193,24 @@ daytona_cmd_var(struct buf *b, const char *name, const char *value)
         buf_append(b, "\n", 1);
 }
 
-/* The pid file of an exec. */
+/* The pid file of an exec, or the guard file of a session (by its id). */
 char *
-daytona_cmd_pidfile(const char *dir, const char *exec_id)
+daytona_cmd_pidfile(const char *dir, const char *id)
 {
-        return xasprintf("%s/%s.pid", dir, exec_id);
+        return xasprintf("%s/%s.pid", dir, id);
+}
+
+/* The text posted to session session_id: its guard file, then command. */
+char *
+daytona_cmd_in_session(const char *command, const char *dir, const char *session_id)
+{
+        char *g = daytona_cmd_pidfile(dir, session_id);
+        struct buf b = {0};
+
+        daytona_cmd_var(&b, "g", g);
+        buf_append(&b, command, strlen(command) + 1); /* with the NUL */
+        free(g);
+        return b.data;
 }
 
 /* The session command text. */
@@ -210,6 +228,7 @@ daytona_cmd_build(const struct daytona_cmd *c)
         daytona_cmd_var(&b, "n", c->nonce);
         daytona_cmd_var(&b, "d", c->dir);
         daytona_cmd_var(&b, "p", pid);
+        daytona_cmd_var(&b, "X", c->exec_id);
         daytona_cmd_var(&b, "s", c->state);
         daytona_cmd_var(&b, "b", init);
         daytona_cmd_var(&b, "c", c->cwd);
@@ -230,18 +249,45 @@ daytona_cmd_build(const struct daytona_cmd *c)
         return b.data;
 }
 
-/* The tree signal/kill command for /process/execute: remote_sh_kill's argv, quoted. */
+/* $0 remote_sh_kill, $1 the session's guard file, $2 the exec id, $3 its pid file, $4 $5 $6
+ * mode, signal and grace steps of remote_sh_kill. Waits (1 s at most, as remote_sh_kill for a
+ * pid file) until the guard file names the exec as started: its pid goes into the pid file,
+ * and remote_sh_kill runs on that; an exec that ended ("=") or never got there has nothing
+ * left to kill, and the line of another exec of the session (the next one) is never taken. */
+static const char daytona_cmd_kill_pick[] =
+        "n=0\n"
+        "while :; do q= u=; { read -r q u <\"$1\"; } 2>/dev/null\n"
+        "  [ \"$u\" = \"$2\" ] && [ \"$q\" != - ] && break\n"
+        "  n=$((n+1)); [ $n -gt 50 ] && { echo 0; exit 0; }; sleep 0.02\n"
+        "done\n"
+        "case $q in ''|*[!0-9]*) echo 0; exit 0;; esac\n"
+        "printf '%s\\n' \"$q\" >\"$3\" && exec sh -c \"$0\" \"$4\" \"$5\" \"$3\" \"$6\"\n";
+
+/* The tree signal/kill command for /process/execute: sh -c daytona_cmd_kill_pick with
+ * remote_sh_kill and its arguments, quoted. */
 char *
-daytona_cmd_kill(const char *mode, int sig, const char *pidfile, unsigned grace_ms)
+daytona_cmd_kill(const char *mode, int sig, const char *guardfile, const char *exec_id,
+                 const char *pidfile, unsigned grace_ms)
 {
         struct remote_sh_kill_argv ka;
+        const char *argv[10];
         struct buf b = {0};
 
         remote_sh_kill_args(&ka, mode, sig, pidfile, grace_ms);
-        for (char **a = ka.argv; *a; a++) {
-                if (a != ka.argv)
+        argv[0] = "sh";
+        argv[1] = "-c";
+        argv[2] = daytona_cmd_kill_pick;
+        argv[3] = ka.argv[2]; /* remote_sh_kill */
+        argv[4] = guardfile;
+        argv[5] = exec_id;
+        argv[6] = pidfile;
+        argv[7] = ka.argv[3]; /* mode */
+        argv[8] = ka.argv[4]; /* signal */
+        argv[9] = ka.argv[6]; /* grace steps */
+        for (size_t i = 0; i < ARRAY_SIZE(argv); i++) {
+                if (i)
                         buf_append(&b, " ", 1);
-                daytona_cmd_quote(&b, *a);
+                daytona_cmd_quote(&b, argv[i]);
         }
         buf_append(&b, "\n", 2); /* with the NUL */
         return b.data;

@@ -6,8 +6,11 @@
  * shell runs itself (one fork fewer than a subshell) with every redirection scoped to a
  * command and its variables and functions removed after it, so the session shell keeps no
  * state of it (the command itself is a child), and:
- *   - refuses to start twice (a retried request after a lost answer): the pid file, created
- *     exclusively, is the guard; it stays after the end (daytona_cmd_cleanup removes it);
+ *   - refuses to start twice (a retried request after a lost answer, which goes to the same
+ *     session): the session's guard file (daytona_cmd_in_session) names the exec from before
+ *     its start to the session's next exec, with its pid while it runs (for the tree kill);
+ *     one file per session, so no file is created per exec (a file's creation cost up to
+ *     1.5 ms on a busy ext4, the rest of the wrapper about as much);
  *   - checks the working directory and that argv[0] can be found, and says so with a marker;
  *   - gives stdin: none (/dev/null), a file uploaded before, or a relay that reads the input
  *     FIFO line by line, decodes each numbered "d<n> <printf %b escapes>" line into a pipe and
@@ -15,7 +18,7 @@
  *     request although the API's input has none of that;
  *   - starts the command in a process group of its own with only the exec's environment: in
  *     bash a job (set -m) whose subshell sets the environment with builtins, else setsid (when
- *     there is one) and env -i; its pid in <dir>/<exec_id>.pid for the tree kill;
+ *     there is one) and env -i;
  *   - writes the end markers of daytona_log.h, with the command's $? and the shell state (od).
  */
 #ifndef SANDBOXD_DAYTONA_CMD_H
@@ -42,7 +45,7 @@ enum daytona_stdin {
 struct daytona_cmd {
         const char *nonce;   /* the markers' nonce */
         const char *dir;     /* sandboxd's directory in the sandbox */
-        const char *exec_id; /* names the files in dir: <exec_id>.pid, .pid.in, .pid.fifo */
+        const char *exec_id; /* in the guard; names the files in dir: <exec_id>.pid.in, .pid.fifo */
         const char *state;   /* shell state file to hand back, or NULL */
         const char *cwd;     /* may be NULL: the session's */
         enum daytona_stdin in;
@@ -51,13 +54,20 @@ struct daytona_cmd {
         char *const *envp; /* NULL-terminated "K=V" */
 };
 
-/* The session command text (new). */
+/* The session command text (new), posted as daytona_cmd_in_session makes it. */
 char *daytona_cmd_build(const struct daytona_cmd *c);
-/* The pid file of an exec (new). */
-char *daytona_cmd_pidfile(const char *dir, const char *exec_id);
+/* <dir>/<id>.pid: the base of an exec's files (exec id: .pid.in, .pid.fifo, and the pid file
+ * of its tree kills), or a session's guard file (session id) (new). */
+char *daytona_cmd_pidfile(const char *dir, const char *id);
+/* The text to post to session session_id for command (daytona_cmd_build's): with the
+ * session's guard file (new). */
+char *daytona_cmd_in_session(const char *command, const char *dir, const char *session_id);
 /* The /process/execute command that signals (mode "signal") or kills (mode "kill", TERM or
- * sig first, KILL after grace_ms) an exec's process tree; it prints the survivors (new). */
-char *daytona_cmd_kill(const char *mode, int sig, const char *pidfile, unsigned grace_ms);
+ * sig first, KILL after grace_ms) the process tree of exec exec_id, whose pid it takes from
+ * the guard file of its session and writes to pidfile for remote_sh_kill; it prints the
+ * survivors (new). */
+char *daytona_cmd_kill(const char *mode, int sig, const char *guardfile, const char *exec_id,
+                       const char *pidfile, unsigned grace_ms);
 /* Relay input line number seq (from 1, rising) for len bytes of stdin (at most
  * DAYTONA_INPUT_CHUNK), or the EOF line when data is NULL (new). Numbered, so a line sent
  * twice (a retried request whose first answer was lost) is taken once. */

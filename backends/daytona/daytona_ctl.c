@@ -88,11 +88,13 @@ ctl_killed_cb(void *ctx, const struct daytona_res *res)
                 daytona_exec_killed(p);
 }
 
-/* Runs the tree-kill script in the sandbox. */
+/* Runs the tree-kill script in the sandbox, for p's command (posted: its session is known). */
 static void
-ctl_kill_send(struct ctl_kill *k)
+ctl_kill_send(struct ctl_kill *k, const struct daytona_proc *p)
 {
-        char *cmd = daytona_cmd_kill(k->kill ? "kill" : "signal", k->sig, k->pidfile, k->grace_ms);
+        char *guard = daytona_cmd_pidfile(daytona.remote_dir, p->session ? p->session->id : "-");
+        char *cmd = daytona_cmd_kill(k->kill ? "kill" : "signal", k->sig, guard, p->exec_id,
+                                     k->pidfile, k->grace_ms);
         struct daytona_req r = {.method = "POST",
                                 .json = json_pack("{s:s}", "command", cmd),
                                 .idempotent = true, /* signalling twice is harmless */
@@ -104,6 +106,7 @@ ctl_kill_send(struct ctl_kill *k)
         daytona_send(&r, daytona_tb_url(k->sb, "/process/execute"), ctl_killed_cb, k, NULL);
         json_decref(r.json);
         free(cmd);
+        free(guard);
 }
 
 static struct ctl_kill *
@@ -145,7 +148,7 @@ daytona_exec_kill(struct daytona_proc *p, unsigned grace_ms, void *ctx, backend_
         k->cb = cb;
         k->ctx = ctx;
         if (p->phase == EX_STREAM)
-                ctl_kill_send(k);
+                ctl_kill_send(k, p);
         else
                 list_add_tail(&p->kills, &k->link);
 }
@@ -163,7 +166,7 @@ daytona_exec_signal(struct daytona_proc *p, int sig)
                 p->signalled = sig;
                 return 0;
         }
-        ctl_kill_send(ctl_kill_new(p, false, sig, 0));
+        ctl_kill_send(ctl_kill_new(p, false, sig, 0), p);
         return 0;
 }
 
@@ -172,11 +175,11 @@ void
 daytona_ctl_started(struct daytona_proc *p)
 {
         if (p->pending_sig) {
-                ctl_kill_send(ctl_kill_new(p, false, p->pending_sig, 0));
+                ctl_kill_send(ctl_kill_new(p, false, p->pending_sig, 0), p);
                 p->pending_sig = 0;
         }
         while (!list_empty(&p->kills))
-                ctl_kill_send(LIST_ENTRY(p->kills.next, struct ctl_kill, link));
+                ctl_kill_send(LIST_ENTRY(p->kills.next, struct ctl_kill, link), p);
         ctl_input_next(p);
 }
 

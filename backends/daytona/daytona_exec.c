@@ -4,7 +4,7 @@
  *            session is taken from the pool
  *   post     POST /process/session/{s}/exec {command, runAsync, suppressInputEcho} -> 202 cmdId;
  *            after an unclear answer the session's command list is searched for the nonce
- *            (the wrapper's guard file makes a second start harmless)
+ *            (the session's guard file makes a second start in it harmless)
  *   follow   GET …/command/{c}/logs?follow=true, a WebSocket that replays the log from its
  *            first byte: the bytes received are counted, and after a dropped link or an error
  *            the replay skips what was read before, so no output is lost or repeated
@@ -432,8 +432,9 @@ static void
 ex_post(struct daytona_proc *p)
 {
         struct daytona_req r = {.method = "POST"};
-        json_t *body = json_pack("{s:s,s:b,s:b}", "command", p->command, "runAsync", 1,
-                                 "suppressInputEcho", 1);
+        char *text = daytona_cmd_in_session(p->command, daytona.remote_dir, p->session->id);
+        json_t *body =
+                json_pack("{s:s,s:b,s:b}", "command", text, "runAsync", 1, "suppressInputEcho", 1);
 
         p->phase = EX_POSTING;
         p->posts++;
@@ -441,6 +442,7 @@ ex_post(struct daytona_proc *p)
         daytona_send(&r, daytona_tb_url(p->sb, "/process/session/%s/exec", p->session->id),
                      ex_posted_cb, p, &p->call);
         json_decref(body);
+        free(text);
         /* The log stream's connection is set up during the POST's round trip, not after it
          * (TCP, and TLS to a real proxy); a failure here only means a new one later. */
         if (!p->ws && daytona_ws_preconnect(daytona.http, daytona.loop, p->sb->toolbox, &p->ws) < 0)

@@ -71,13 +71,15 @@ session_deleted_cb(void *ctx, const struct daytona_res *res)
         session_forget(s);
 }
 
-/* Deletes a session whose command is over (DELETE /process/session/{id}). */
+/* Deletes a session whose command is over (DELETE /process/session/{id}); its guard file goes
+ * with the next spent files. */
 static void
 session_delete(struct daytona_session *s)
 {
         struct daytona_req r = {.method = "DELETE", .idempotent = true};
 
         list_del(&s->link);
+        daytona_sandbox_spent(s->sb, s->id);
         daytona_send(&r, daytona_tb_url(s->sb, "/process/session/%s", s->id), session_deleted_cb, s,
                      &s->call);
 }
@@ -180,7 +182,8 @@ spent_removed_cb(void *ctx, const struct daytona_res *res)
         daytona_sandbox_unref(sb);
 }
 
-/* Remembers an ended exec; every SPENT_BATCH of them, one rm in the sandbox. */
+/* Remembers an ended exec (or a deleted session: its guard file); every SPENT_BATCH of them,
+ * one rm in the sandbox. */
 void
 daytona_sandbox_spent(struct backend_sandbox *sb, const char *exec_id)
 {
@@ -359,6 +362,7 @@ session_listed_cb(void *ctx, const struct daytona_res *res)
                 if (!daytona_id_ok(id) || strncmp(id, "sandboxd-", 9) || session_known(w, id) ||
                     !session_quiet(s) || w->sb->destroyed)
                         continue;
+                daytona_sandbox_spent(w->sb, id);
                 daytona_sandbox_ref(w->sb);
                 daytona_send(&r, daytona_tb_url(w->sb, "/process/session/%s", id), session_swept_cb,
                              w->sb, NULL);

@@ -424,37 +424,64 @@ struct wrun {
         struct got g;
 };
 
+/* The session of the wrapper runs: its guard file is tmpdir/SESSION.pid. */
+#define SESSION "sandboxd-test"
+
+/* The pid the session's guard file gives exec_id, 0 if it names none for it. */
+static int
+guard_pid(const char *exec_id)
+{
+        char path[128], line[128] = "", id[64] = "";
+        int pid = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+        if (!(f = fopen(path, "r")))
+                return 0;
+        if (!fgets(line, sizeof(line), f) || sscanf(line, "%d %63s", &pid, id) != 2)
+                pid = 0;
+        fclose(f);
+        return strcmp(id, exec_id) ? 0 : pid;
+}
+
+/* The text a session gets for c (new). */
+static char *
+session_text(const struct daytona_cmd *c)
+{
+        char *cmd = daytona_cmd_build(c), *text = daytona_cmd_in_session(cmd, tmpdir, SESSION);
+
+        free(cmd);
+        return text;
+}
+
 /* Runs c in shell, after the session command before (not NULL) in the same session shell;
- * during (not NULL), called once the command runs (its pid is in the pid file), gets the pid
- * file. */
+ * during (not NULL), called with the exec id once the command runs (its pid is in the
+ * session's guard file). */
 static void
 wrun_in(struct wrun *w, const char *shell, const char *before, struct daytona_cmd *c,
-        const char *in_path, void (*during)(const char *pidfile))
+        const char *in_path, void (*during)(const char *exec_id))
 {
         struct buf log = {0};
         struct session ss;
-        char *text, *pidfile;
+        char *text;
 
         static char ids[16][16];
         static unsigned nid;
 
         c->nonce = NONCE;
         c->dir = tmpdir;
-        if (!c->exec_id) { /* a new one each run: the pid file stays as the guard */
+        if (!c->exec_id) { /* a new one each run: the guard file names the last */
                 snprintf(ids[nid % 16], sizeof(ids[0]), "p_test%u", nid);
                 c->exec_id = ids[nid++ % 16];
         }
-        text = daytona_cmd_build(c);
-        pidfile = daytona_cmd_pidfile(c->dir, c->exec_id);
+        text = session_text(c);
         run_start(&ss, shell, before, text, in_path);
         if (during) {
-                struct stat st;
-                while (stat(pidfile, &st) < 0 || st.st_size == 0)
+                while (!guard_pid(c->exec_id))
                         usleep(10000); /* bounded by the test's timeout */
-                during(pidfile);
+                during(c->exec_id);
         }
         run_finish(&ss, &log);
-        free(pidfile);
         memset(&w->g, 0, sizeof(w->g));
         daytona_log_init(&w->l, NONCE, got_cb, &w->g);
         daytona_log_feed(&w->l, log.data, log.len);
@@ -465,7 +492,7 @@ wrun_in(struct wrun *w, const char *shell, const char *before, struct daytona_cm
 
 static void
 wrun_during(struct wrun *w, const char *shell, struct daytona_cmd *c, const char *in_path,
-            void (*during)(const char *pidfile))
+            void (*during)(const char *exec_id))
 {
         wrun_in(w, shell, NULL, c, in_path, during);
 }
@@ -503,7 +530,7 @@ START_TEST(test_cmd_runs_command)
                         NULL};
         struct daytona_cmd c = {.cwd = tmpdir, .argv = argv, .envp = env_names};
         struct wrun w;
-        char path[128], buf[256] = "";
+        char path[128], buf[256] = "", want[64];
         FILE *f;
 
         wrun(&w, shells[_i], &c, NULL);
@@ -526,11 +553,15 @@ START_TEST(test_cmd_runs_command)
         ck_assert_int_eq(fscanf(f, "%d", &lines), 1);
         fclose(f);
         ck_assert_int_le(lines, 11);
-        /* The pid file stays as the guard, emptied: a late kill finds no tree to kill. */
+        /* The guard file names it as ended, without a pid: a late kill finds no tree to
+         * kill (test_cmd_kill_takes_its_own_exec). No file of its own was made. */
+        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+        slurp(path, buf, sizeof(buf));
+        ck_assert_int_eq(guard_pid(c.exec_id), 0);
+        snprintf(want, sizeof(want), "= %s\n", c.exec_id);
+        ck_assert_str_eq(buf, want);
         snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, c.exec_id);
-        struct stat st;
-        ck_assert_int_eq(stat(path, &st), 0);
-        ck_assert_int_eq(st.st_size, 0);
+        ck_assert_int_eq(access(path, F_OK), -1);
         wrun_free(&w);
 }
 END_TEST
@@ -569,15 +600,27 @@ START_TEST(test_cmd_state_merge_and_failures)
         ck_assert_str_eq(w.l.fail, "argv");
         wrun_free(&w);
 
-        /* A second start of the same exec (its guard file exists) does nothing. */
-        snprintf(path, sizeof(path), "%s/p_dup.pid", tmpdir);
-        fd = open(path, O_CREAT | O_WRONLY, 0600);
-        close(fd);
-        c = (struct daytona_cmd){.cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_dup"};
+        /* A second start of the same exec (the session's guard file names it: starting,
+         * running or ended) does nothing. */
+        for (int k = 0; k < 3; k++) {
+                static const char *const lines[] = {"- p_dup\n", "1 p_dup\n", "= p_dup\n"};
+                snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+                fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+                ck_assert_int_eq(write(fd, lines[k], strlen(lines[k])), (ssize_t) strlen(lines[k]));
+                close(fd);
+                c = (struct daytona_cmd){
+                        .cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_dup"};
+                wrun(&w, shells[_i], &c, NULL);
+                ck_assert_int_eq(w.l.end, DAYTONA_LOG_DUP);
+                ck_assert_uint_eq(w.g.calls, 0);
+                wrun_free(&w);
+        }
+        /* The guard is the session's last exec: another one in between, and it runs. */
+        c = (struct daytona_cmd){.cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_other"};
         wrun(&w, shells[_i], &c, NULL);
-        ck_assert_int_eq(w.l.end, DAYTONA_LOG_DUP);
-        ck_assert_uint_eq(w.g.calls, 0);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
         wrun_free(&w);
+        ck_assert_int_eq(guard_pid("p_other"), 0); /* "= p_other": ended */
 }
 END_TEST
 
@@ -694,9 +737,10 @@ START_TEST(test_cmd_second_exec_env)
                                             .argv = first_argv,
                                             .envp = k ? own : plain};
                 struct daytona_cmd c = {.argv = argv, .envp = plain};
-                char *text = daytona_cmd_build(&first), *got;
+                char *text, *got;
                 struct wrun w;
 
+                text = session_text(&first);
                 wrun_in(&w, shells[_i], text, &c, NULL, NULL);
                 ck_assert_int_eq(w.l.status, 0);
                 buf_append(&w.g.out[0], "", 1);
@@ -770,22 +814,36 @@ gone(const char *file)
         return strstr(line, ") Z ") != NULL;
 }
 
-static void
-kill_tree(const char *pidfile)
+/* What the tree kill (daytona_cmd_kill, mode "kill") of exec_id prints. */
+static char *
+kill_run(const char *exec_id)
 {
-        char path[128], *cmd = daytona_cmd_kill("kill", SIGTERM, pidfile, 200);
+        char guard[128], pidfile[128], out[32] = "";
+        char *cmd;
         FILE *f;
-        char out[32] = "";
 
-        snprintf(path, sizeof(path), "%s/c2", tmpdir);
-        while (access(path, F_OK) < 0)
-                usleep(10000); /* bounded by the test's timeout */
+        snprintf(guard, sizeof(guard), "%s/" SESSION ".pid", tmpdir);
+        snprintf(pidfile, sizeof(pidfile), "%s/%s.pid", tmpdir, exec_id);
+        cmd = daytona_cmd_kill("kill", SIGTERM, guard, exec_id, pidfile, 200);
         f = popen(cmd, "r");
         ck_assert_ptr_nonnull(f);
         ck_assert_ptr_nonnull(fgets(out, sizeof(out), f));
         pclose(f);
-        ck_assert_str_eq(out, "0\n"); /* no survivors */
         free(cmd);
+        return xstrdup(out);
+}
+
+static void
+kill_tree(const char *exec_id)
+{
+        char path[128], *out;
+
+        snprintf(path, sizeof(path), "%s/c2", tmpdir);
+        while (access(path, F_OK) < 0)
+                usleep(10000); /* bounded by the test's timeout */
+        out = kill_run(exec_id);
+        ck_assert_str_eq(out, "0\n"); /* no survivors */
+        free(out);
 }
 
 /* The timeout's tree kill (remote_sh_kill through daytona_cmd_kill) ends every process of the
@@ -807,6 +865,43 @@ START_TEST(test_cmd_tree_kill)
         ck_assert(gone("c1"));
         ck_assert(gone("c2"));
         wrun_free(&w);
+}
+END_TEST
+
+/* A kill takes its pid from the session's guard file only when the file names its exec as
+ * started: not an ended one ("=", at once) and never the session's next exec (after waiting
+ * 1 s for its own), whose process is left alone. */
+START_TEST(test_cmd_kill_takes_its_own_exec)
+{
+        char path[128], line[64], *out;
+        pid_t other = fork();
+        int fd;
+
+        if (other == 0) {
+                execl("/bin/sleep", "sleep", "60", (char *) NULL);
+                _exit(127);
+        }
+        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+        for (int k = 0; k < 2; k++) {
+                snprintf(line, sizeof(line), k ? "= p_mine\n" : "%d p_next\n", (int) other);
+                fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+                ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
+                close(fd);
+                out = kill_run("p_mine");
+                ck_assert_str_eq(out, "0\n");
+                free(out);
+                ck_assert_int_eq(kill(other, 0), 0);
+                ck_assert_int_eq(waitpid(other, NULL, WNOHANG), 0);
+        }
+        /* Named as running: that is its pid, the tree goes. */
+        snprintf(line, sizeof(line), "%d p_mine\n", (int) other);
+        fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+        ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
+        close(fd);
+        out = kill_run("p_mine");
+        ck_assert_str_eq(out, "0\n");
+        free(out);
+        ck_assert_int_eq(waitpid(other, NULL, 0), other);
 }
 END_TEST
 
@@ -873,6 +968,7 @@ daytona_suite(void)
         tcase_add_loop_test(tw, test_cmd_second_exec_env, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_own_group, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_tree_kill, 0, ARRAY_SIZE(shells));
+        tcase_add_test(tw, test_cmd_kill_takes_its_own_exec);
         tcase_add_loop_test(tw, test_cmd_session_signalled, 0, ARRAY_SIZE(shells));
         tcase_set_timeout(tw, 60);
         suite_add_tcase(s, tw);
