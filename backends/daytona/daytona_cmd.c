@@ -46,11 +46,12 @@ static const char daytona_cmd_body[] =
         "[ -d \"$d\" ] || mkdir -p \"$d\"\n"
         /* bash's start-up file of a shell-state exec (backends/shell_init.h) */
         "[ -z \"$b\" ] || [ -f \"$b\" ] || printf %s '" SHELL_BASH_INIT "' >\"$b\"\n"
-        /* the guard: the session's file names the exec from before its start on */
+        /* the guard: the first line of the session's file names the exec from before its start
+         * on, written over in place (1<>: no truncation) */
         "u=\n"
         "{ read -r q u <\"$g\"; } 2>/dev/null\n"
         "[ \"$u\" = \"$X\" ] && { __sbx_e d; return 0; }\n"
-        "{ printf '%s %s\\n' - \"$X\" >|\"$g\"; } 2>/dev/null || { __sbx_e d; return 0; }\n"
+        "{ printf '%s %s\\n' - \"$X\" 1<>\"$g\"; } 2>/dev/null || { __sbx_e d; return 0; }\n"
         "x=\n"
         "for a; do case $a in PATH=*) x=${a#PATH=};; *=*) ;; *) break;; esac; done\n"
         "w=$PWD\n"
@@ -81,7 +82,7 @@ static const char daytona_cmd_body[] =
         "do export \"$1\"; shift; done; } 2>/dev/null; exec \"$@\") <\"$f\" &\n"
         "  q=$!\n"
         "  [ -z \"$S\" ] || set +m\n"
-        "  printf '%s %s\\n' \"$q\" \"$X\" >|\"$g\"\n"
+        "  printf '%s %s\\n' \"$q\" \"$X\" 1<>\"$g\"\n"
         /* a signal trapped by the session shell ends wait early, not the job; if the job
          * ended meanwhile (reaped already: kill -0 fails), bash kept its status for a wait */
         "  while wait \"$q\"; t=$?; [ \"$t\" -gt 128 ] && kill -0 \"$q\" 2>/dev/null; do :; done\n"
@@ -90,7 +91,7 @@ static const char daytona_cmd_body[] =
         "  S=\n"
         "  command -v setsid >/dev/null 2>&1 && S=setsid\n"
         "  (exec 2>&$E 5>&-; read -r q _ </proc/self/stat; printf '%s %s\\n' \"$q\" \"$X\" "
-        ">|\"$g\"; "
+        "1<>\"$g\"; "
         "LC_ALL=C exec $S env -i \"$@\") <\"$f\"\n"
         "  t=$?\n"
         "fi\n"
@@ -98,7 +99,7 @@ static const char daytona_cmd_body[] =
         "[ -n \"$r\" ] && kill \"$r\"\n"
         /* The pid may be reused now: a kill from here on finds none ("="). The line stays
          * as the guard against a second start until the session's next exec. */
-        "printf '= %s\\n' \"$X\" >|\"$g\"\n"
+        "printf '= %s\\n' \"$X\" 1<>\"$g\"\n"
         "printf '%s x %s\\n' \"$n\" \"$t\"\n"
         "[ -n \"$s\" ] && [ -f \"$s\" ] && od -An -v -tx1 \"$s\"\n"
         "printf '%s z\\n' \"$n\"\n"

@@ -9,8 +9,9 @@
  *   - refuses to start twice (a retried request after a lost answer, which goes to the same
  *     session): the session's guard file (daytona_cmd_in_session) names the exec from before
  *     its start to the session's next exec, with its pid while it runs (for the tree kill);
- *     one file per session, so no file is created per exec (a file's creation cost up to
- *     1.5 ms on a busy ext4, the rest of the wrapper about as much);
+ *     one file per session whose first line is written over in place (`1<>`), so no file is
+ *     created or truncated per exec (either cost up to 1.5 ms on a busy ext4, the rest of the
+ *     wrapper about as much);
  *   - checks the working directory and that argv[0] can be found, and says so with a marker;
  *   - gives stdin: none (/dev/null), a file uploaded before, or a relay that reads the input
  *     FIFO line by line, decodes each numbered "d<n> <printf %b escapes>" line into a pipe and
