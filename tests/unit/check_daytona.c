@@ -315,10 +315,12 @@ run_start(struct session *ss, const char *shell, const char *before, const char 
         ss->unexports = !strcmp(shell, "/bin/bash") &&
                         (strstr(text, "\nj=1\n") || (before && strstr(before, "\nj=1\n")));
         snprintf(script, sizeof(script),
-                 "P() { pwd; set -o | grep -E 'noclobber|monitor'; command -v __sbx_w __sbx_e; "
-                 "echo \"v=${n-}${d-}${p-}${x-}${w-}${t-}${j-}${E-}${__sbx_u-}\"; "
+                 "P() { pwd; set -o | grep -E 'noclobber|monitor'; "
+                 "echo "
+                 "\"v=${n-}${d-}${p-}${g-}${X-}${x-}${w-}${t-}${j-}${E-}${__sbx_u-}${__sbx_d-}\"; "
                  "ls /proc/$$/fd; grep -E '^Sig(Ign|Cgt)' /proc/$$/status; "
-                 "export -p | grep -v -e ' _=' -e ' OLDPWD' >\"$1.x\"; }\n"
+                 "export -p | grep -v -e ' _=' -e ' OLDPWD' >\"$1.x\"; "
+                 "{ command -v __sbx_w; command -v __sbx_e; } >\"$1.f\"; }\n"
                  "trap 'echo >%s/trapped' TERM\n" /* as Daytona's wrapper traps TERM */
                  "P %s/probe.1 >%s/probe.1 2>&1\n"
                  "{ . %s/before.sh; } </dev/null >/dev/null 2>&1\n"
@@ -348,11 +350,12 @@ run_start(struct session *ss, const char *shell, const char *before, const char 
 }
 
 /* Reads the session shell's output to its end and returns it labelled. The session shell's
- * state (cwd, options, functions, variables, open files, ignored and caught signals; not the
- * blocked ones, which depend on the moment the probe reads them) is the same after the text as
+ * state (cwd, options, variables, open files, ignored and caught signals; not the blocked
+ * ones, which depend on the moment the probe reads them) is the same after the text as
  * before it, its exports too but where the wrapper clears them (a bash session on the job
- * path: then none are left of the several it had), and nothing reached its stderr after the
- * wrapper's marker (a job notice would). */
+ * path: then none are left of the several it had); it has the wrapper's two functions
+ * afterwards, which it had not before; and nothing reached its stderr after the wrapper's
+ * marker (a job notice would). */
 /* Clears SIGINT in a probe's SigCgt line. bash 5.2 installs its own SIGINT handler while it
  * waits for a job (wait_sigint_handler) and now and then (1 run in ~40 here) leaves it in place
  * after the wait. Nothing the daemon does sends the session shell SIGINT (the tree kill signals
@@ -408,6 +411,9 @@ run_finish(struct session *ss, struct buf *log)
         } else {
                 ck_assert_str_eq(after, before);
         }
+        probes(".f", before, after, sizeof(before));
+        ck_assert_str_eq(before, "");
+        ck_assert_str_eq(after, "__sbx_w\n__sbx_e\n");
         buf_append(&out[0], "", 1);
         buf_append(&out[1], "", 1);
         ck_assert_msg(out[1].len > sizeof(NONCE) &&
@@ -761,6 +767,24 @@ START_TEST(test_cmd_second_exec_env)
 }
 END_TEST
 
+/* The wrapper's functions stay in the session shell, by the version of their text: a session
+ * shell that has others (an older daemon's, here a stale one) gets this daemon's. */
+START_TEST(test_cmd_stale_wrapper_replaced)
+{
+        static const char stale[] = "__sbx_w() { echo stale; }\n__sbx_e() { echo stale; }\n"
+                                    "__sbx_v=0123456789abcdef\n";
+        char *argv[] = {"/bin/sh", "-c", "echo fresh; exit 4", NULL};
+        struct daytona_cmd c = {.argv = argv, .envp = env_min};
+        struct wrun w;
+
+        wrun_in(&w, shells[_i], stale, &c, NULL, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+        ck_assert_int_eq(w.l.status, 4);
+        ck_assert(got_is(&w.g, 0, "fresh\n"));
+        wrun_free(&w);
+}
+END_TEST
+
 /* The command is the leader of its own process group (the tree kill signals that group) and
  * gets SIGINT at its default, not ignored as a shell does for a background job. */
 START_TEST(test_cmd_own_group)
@@ -974,6 +998,7 @@ daytona_suite(void)
         tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_exact_env, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_second_exec_env, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_stale_wrapper_replaced, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_own_group, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_tree_kill, 0, ARRAY_SIZE(shells));
         tcase_add_test(tw, test_cmd_kill_takes_its_own_exec);
