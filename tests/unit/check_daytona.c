@@ -450,6 +450,20 @@ guard_pid(const char *exec_id)
         return strcmp(id, exec_id) ? 0 : pid;
 }
 
+/* Writes the session's guard file as the wrapper of another exec would have. */
+static void
+guard_write(const char *line)
+{
+        char path[128];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+        fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
+        close(fd);
+}
+
 /* The text a session gets for c (new). */
 static char *
 session_text(const struct daytona_cmd *c)
@@ -574,14 +588,13 @@ END_TEST
 
 START_TEST(test_cmd_state_merge_and_failures)
 {
-        char state[128], path[128];
+        char state[128];
         char *argv[] = {"/bin/sh", "-c", "echo o; echo e >&2; printf '/s\\n\\0A=1\\0' >\"$S\"",
                         NULL};
         char *nope[] = {"no-such-program-sbx", NULL};
         char env[160], *envp[] = {"PATH=/usr/bin:/bin", env, NULL};
         struct daytona_cmd c = {.cwd = "/", .argv = argv, .envp = envp, .merge_stderr = true};
         struct wrun w;
-        int fd;
 
         snprintf(state, sizeof(state), "%s/p_test.state", tmpdir);
         snprintf(env, sizeof(env), "S=%s", state);
@@ -610,10 +623,7 @@ START_TEST(test_cmd_state_merge_and_failures)
          * running or ended) does nothing. */
         for (int k = 0; k < 3; k++) {
                 static const char *const lines[] = {"- p_dup\n", "1 p_dup\n", "= p_dup\n"};
-                snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
-                fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-                ck_assert_int_eq(write(fd, lines[k], strlen(lines[k])), (ssize_t) strlen(lines[k]));
-                close(fd);
+                guard_write(lines[k]);
                 c = (struct daytona_cmd){
                         .cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_dup"};
                 wrun(&w, shells[_i], &c, NULL);
@@ -624,9 +634,7 @@ START_TEST(test_cmd_state_merge_and_failures)
         /* The guard is the session's last exec: another one in between, and it runs. Its
          * lines are written over the first line in place (no truncation: that cost as much
          * as a file's creation), so a longer line before leaves a tail after them. */
-        fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-        ck_assert_int_eq(write(fd, "1234567 p_a_longer_exec_id\n", 27), 27);
-        close(fd);
+        guard_write("1234567 p_a_longer_exec_id\n");
         c = (struct daytona_cmd){.cwd = "/", .argv = argv, .envp = envp, .exec_id = "p_other"};
         wrun(&w, shells[_i], &c, NULL);
         ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
@@ -905,34 +913,26 @@ END_TEST
  * 1 s for its own), whose process is left alone. */
 START_TEST(test_cmd_kill_takes_its_own_exec)
 {
-        char path[128], line[64], *out;
+        char lines[3][64], *out;
         pid_t other = fork();
-        int fd;
 
         if (other == 0) {
                 execl("/bin/sleep", "sleep", "60", (char *) NULL);
                 _exit(127);
         }
-        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
-        for (int k = 0; k < 2; k++) {
-                snprintf(line, sizeof(line), k ? "= p_mine\n" : "%d p_next\n", (int) other);
-                fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-                ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
-                close(fd);
+        snprintf(lines[0], sizeof(lines[0]), "%d p_next\n", (int) other);
+        snprintf(lines[1], sizeof(lines[1]), "= p_mine\n");
+        snprintf(lines[2], sizeof(lines[2]), "%d p_mine\n", (int) other); /* its own: it goes */
+        for (int k = 0; k < 3; k++) {
+                guard_write(lines[k]);
                 out = kill_run("p_mine");
                 ck_assert_str_eq(out, "0\n");
                 free(out);
+                if (k == 2)
+                        break;
                 ck_assert_int_eq(kill(other, 0), 0);
                 ck_assert_int_eq(waitpid(other, NULL, WNOHANG), 0);
         }
-        /* Named as running: that is its pid, the tree goes. */
-        snprintf(line, sizeof(line), "%d p_mine\n", (int) other);
-        fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-        ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
-        close(fd);
-        out = kill_run("p_mine");
-        ck_assert_str_eq(out, "0\n");
-        free(out);
         ck_assert_int_eq(waitpid(other, NULL, 0), other);
 }
 END_TEST
