@@ -16,7 +16,7 @@
  * caller removes the variables and functions. Nothing dups fd 0 in the session shell (bash 5.2
  * reading its commands from a pipe crashes on `4<&0` while its stdin is redirected): the relay
  * opens the input FIFO again as /proc/$$/fd/0, since an asynchronous list's own fd 0 is
- * /dev/null in dash. The variables n d p g X s b c i m j __sbx_u are set before it, its
+ * /dev/null in dash. The variables n d p g G X s b c i m j __sbx_u are set before it, its
  * arguments are the environment, then argv. bash and dash report a child killed by a signal on the
  * shell's fd 2 ("line 52: 7402 Killed ( read -r q …"), which is /dev/null here, not the
  * command's output. A redirection that fails on a special built-in ends a non-interactive
@@ -51,6 +51,9 @@ static const char daytona_cmd_body[] =
         "u=\n"
         "{ read -r q u <\"$g\"; } 2>/dev/null\n"
         "[ \"$u\" = \"$X\" ] && { __sbx_e d; return 0; }\n"
+        /* a re-post in another session: G is set when a session it was posted to before names
+         * it (daytona_cmd_in_session) */
+        "[ -z \"${G-}\" ] || { __sbx_e l; return 0; }\n"
         "{ printf '%s %s\\n' - \"$X\" 1<>\"$g\"; } 2>/dev/null || { __sbx_e d; return 0; }\n"
         "x=\n"
         "for a; do case $a in PATH=*) x=${a#PATH=};; *=*) ;; *) break;; esac; done\n"
@@ -110,7 +113,7 @@ static const char daytona_cmd_body[] =
  * (daytona_cmd_define), __sbx_v and __sbx_x (see above). */
 static const char daytona_cmd_tail[] =
         " 5>&2 2>/dev/null\n"
-        "unset n d p g X s b c i m j x a w o r f E S q t u __sbx_u __sbx_d\n";
+        "unset n d p g G X s b c i m j x a w o r f E S q t u __sbx_u __sbx_d\n";
 
 /* The functions are defined once per session shell: parsing their 2 KB took half a
  * millisecond of every exec, where the same text as a quoted string costs a tenth of it. The
@@ -218,14 +221,33 @@ daytona_cmd_pidfile(const char *dir, const char *id)
         return xasprintf("%s/%s.pid", dir, id);
 }
 
-/* The text posted to session session_id: its guard file, then command. */
+/* The text posted to session session_id: its guard file, then command. A re-post of exec_id in
+ * another session than before (earlier: the sessions it was posted to, NULL-terminated; NULL
+ * or empty on a first post, which reads no other file) reads their guard files first and sets
+ * G when one names the exec (starting, running or ended there): the wrapper then starts
+ * nothing. Those sessions are ones the sandbox lost (it was started again) or that are gone,
+ * so no command of theirs starts after this reads them, and none of them went back to the
+ * pool, so no later exec wrote over their line (daytona_exec.c). */
 char *
-daytona_cmd_in_session(const char *command, const char *dir, const char *session_id)
+daytona_cmd_in_session(const char *command, const char *dir, const char *session_id,
+                       const char *exec_id, const char *const *earlier)
 {
         char *g = daytona_cmd_pidfile(dir, session_id);
         struct buf b = {0};
 
         daytona_cmd_var(&b, "g", g);
+        if (earlier && *earlier) {
+                buf_appendf(&b, "G=\nfor o in");
+                for (; *earlier; earlier++) {
+                        char *f = daytona_cmd_pidfile(dir, *earlier);
+                        buf_append(&b, " ", 1);
+                        daytona_cmd_quote(&b, f);
+                        free(f);
+                }
+                buf_appendf(&b, "; do { read -r q u <\"$o\"; } 2>/dev/null && [ \"$u\" = ");
+                daytona_cmd_quote(&b, exec_id);
+                buf_appendf(&b, " ] && G=1; done\n");
+        }
         buf_append(&b, command, strlen(command) + 1); /* with the NUL */
         free(g);
         return b.data;

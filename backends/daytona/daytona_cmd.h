@@ -6,9 +6,10 @@
  * shell runs itself (one fork fewer than a subshell) with every redirection scoped to a
  * command and its variables and functions removed after it, so the session shell keeps no
  * state of it (the command itself is a child), and:
- *   - refuses to start twice (a retried request after a lost answer, which goes to the same
- *     session): the session's guard file (daytona_cmd_in_session) names the exec from before
- *     its start to the session's next exec, with its pid while it runs (for the tree kill);
+ *   - refuses to start twice (a retried request after a lost answer): the session's guard file
+ *     (daytona_cmd_in_session) names the exec from before its start to the session's next
+ *     exec, with its pid while it runs (for the tree kill); a re-post in another session (the
+ *     sandbox was started again) also reads the guard files of the sessions it went to before;
  *     one file per session whose first line is written over in place (`1<>`), so no file is
  *     created or truncated per exec (either cost up to 1.5 ms on a busy ext4, the rest of the
  *     wrapper about as much);
@@ -60,9 +61,11 @@ char *daytona_cmd_build(const struct daytona_cmd *c);
 /* <dir>/<id>.pid: the base of an exec's files (exec id: .pid.in, .pid.fifo, and the pid file
  * of its tree kills), or a session's guard file (session id) (new). */
 char *daytona_cmd_pidfile(const char *dir, const char *id);
-/* The text to post to session session_id for command (daytona_cmd_build's): with the
- * session's guard file (new). */
-char *daytona_cmd_in_session(const char *command, const char *dir, const char *session_id);
+/* The text to post to session session_id for command (daytona_cmd_build's of exec exec_id):
+ * with the session's guard file and, on a re-post in another session, the guard files of the
+ * sessions it was posted to before (earlier: their ids, NULL-terminated, or NULL) (new). */
+char *daytona_cmd_in_session(const char *command, const char *dir, const char *session_id,
+                             const char *exec_id, const char *const *earlier);
 /* The /process/execute command that signals (mode "signal") or kills (mode "kill", TERM or
  * sig first, KILL after grace_ms) the process tree of exec exec_id, whose pid it takes from
  * the guard file of its session and writes to pidfile for remote_sh_kill; it prints the

@@ -26,7 +26,6 @@
 #define EX_WS_TRIES       12  /* reconnects without progress before the exec is given up */
 #define EX_WS_BACKOFF     100 /* ms, doubled per try up to EX_WS_BACKOFF_MAX */
 #define EX_WS_BACKOFF_MAX 5000
-#define EX_POSTS          3 /* POSTs of one exec (after unclear answers) */
 
 /* Live execs, for shutdown. */
 static struct list ex_all = {&ex_all, &ex_all};
@@ -53,6 +52,8 @@ ex_timer_close_cb(uv_handle_t *h)
         free(p->cmd_id);
         free(p->dup_id);
         free(p->lost);
+        for (char **id = p->posted_in; *id; id++)
+                free(*id);
         buf_free(&p->stdin_file);
         daytona_log_free(&p->log);
         sbx_error_clear(&p->fail);
@@ -105,11 +106,11 @@ ex_deliver(struct daytona_proc *p)
 static void ex_lost(struct daytona_proc *p, const char *why);
 
 /* The exec could not start: on_exit with exec_exit.error (err moved from). An adopted exec
- * did run: it is lost. */
+ * did run, and one whose POST had no clear answer may have: it is lost. */
 static void
 ex_fail(struct daytona_proc *p, struct sbx_error *err)
 {
-        if (p->adopted) {
+        if (p->adopted || p->unclear) {
                 ex_lost(p, err->message ? err->message : "the sandbox cannot be used");
                 sbx_error_clear(err);
                 return;
@@ -173,7 +174,10 @@ ex_ended(struct daytona_proc *p)
                 ex_deliver(p);
                 return;
         case DAYTONA_LOG_DUP:
-                /* This command is the harmless second start: follow the first one. */
+                /* This command is the harmless second start: follow the first one (an
+                 * earlier POST reached the session, if libcurl sent it again on a fresh
+                 * connection after its reused one died, without a word to us). */
+                p->unclear = true;
                 daytona_ws_close(p->ws);
                 p->ws = NULL;
                 free(p->dup_id);
@@ -184,7 +188,14 @@ ex_ended(struct daytona_proc *p)
                 p->consumed = p->skip = 0;
                 daytona_exec_find(p);
                 return;
+        case DAYTONA_LOG_EARLIER:
+                ex_lost(p, "a request to start it had no clear answer, and the guard file of "
+                           "the session it went to (gone since: the sandbox was started again) "
+                           "names it: it may have run there, and is not started twice");
+                return;
         case DAYTONA_LOG_NOSTART:
+                p->unclear = false; /* no guard names it: it never started anywhere */
+                break;
         case DAYTONA_LOG_RUNNING:
                 break;
         }
@@ -389,10 +400,6 @@ ex_found_cb(void *ctx, const struct daytona_res *res)
                         return;
                 }
         }
-        if (p->posts >= EX_POSTS) {
-                ex_failmsg(p, "the exec request got no clear answer, 3 times");
-                return;
-        }
         ex_post(p); /* it never arrived */
 }
 
@@ -415,6 +422,7 @@ ex_posted_cb(void *ctx, const struct daytona_res *res)
 
         p->call = NULL;
         if (res->ambiguous) {
+                p->unclear = true;
                 daytona_exec_find(p);
                 return;
         }
@@ -428,14 +436,37 @@ ex_posted_cb(void *ctx, const struct daytona_res *res)
         ex_running(p);
 }
 
+/* The sessions p was posted to but s (NULL-terminated, in earlier); s joins p->posted_in. */
+static void
+ex_earlier(struct daytona_proc *p, const struct daytona_session *s, const char **earlier)
+{
+        size_t n = 0, i;
+
+        for (i = 0; p->posted_in[i]; i++)
+                if (strcmp(p->posted_in[i], s->id))
+                        earlier[n++] = p->posted_in[i];
+        earlier[n] = NULL;
+        if (n == i) /* a new one: i < EX_POSTS (ex_post) */
+                p->posted_in[i] = xstrdup(s->id);
+}
+
+/* Posts the command; a re-post in another session also checks the earlier ones' guards. */
 static void
 ex_post(struct daytona_proc *p)
 {
         struct daytona_req r = {.method = "POST"};
-        char *text = daytona_cmd_in_session(p->command, daytona.remote_dir, p->session->id);
-        json_t *body =
-                json_pack("{s:s,s:b,s:b}", "command", text, "runAsync", 1, "suppressInputEcho", 1);
+        const char *earlier[ARRAY_SIZE(p->posted_in)];
+        char *text;
+        json_t *body;
 
+        if (p->posts >= EX_POSTS) {
+                ex_failmsg(p, "the exec request got no clear answer, 3 times");
+                return;
+        }
+        ex_earlier(p, p->session, earlier);
+        text = daytona_cmd_in_session(p->command, daytona.remote_dir, p->session->id, p->exec_id,
+                                      earlier);
+        body = json_pack("{s:s,s:b,s:b}", "command", text, "runAsync", 1, "suppressInputEcho", 1);
         p->phase = EX_POSTING;
         p->posts++;
         r.json = body;
@@ -485,7 +516,10 @@ daytona_exec_toolbox_failed(struct daytona_proc *p, const char *what, const stru
         }
         p->woke = true;
         p->phase = EX_PREP;
-        if (p->session) { /* it may belong to the toolbox before a restart */
+        /* A session that may hold its command stays its own (no other exec writes over the
+         * line of its guard file): posted to again if the sandbox was not started meanwhile,
+         * else dropped (ex_prepare). Any other may belong to the toolbox before a restart. */
+        if (p->session && !p->unclear) {
                 daytona_session_put(p->session, NULL, true);
                 p->session = NULL;
         }
@@ -546,6 +580,10 @@ ex_prepare(struct daytona_proc *p)
                                ex_uploaded_cb, &p->call);
                 free(path);
                 return;
+        }
+        if (p->session && p->session->gen != p->sb->gen) { /* the sandbox was started again */
+                daytona_session_put(p->session, NULL, false);
+                p->session = NULL;
         }
         if (!p->session) {
                 p->session_req = daytona_session_get(p->sb, p, ex_session_cb);

@@ -9,6 +9,8 @@
 #include "backends/daytona/daytona_log.h"
 #include "backends/daytona/daytona_ws.h"
 
+#define EX_POSTS 3 /* POSTs of one exec (after unclear answers) */
+
 enum ex_phase {
         EX_PREP,    /* sandbox awake, stdin uploaded, a session: before the POST */
         EX_POSTING, /* POST …/exec, or looking for the command after an unclear answer */
@@ -37,7 +39,9 @@ struct daytona_proc {
         char *cmd_id;
         char *dup_id; /* a second start of it (ignored) */
         unsigned posts;
-        struct daytona_call *call; /* the main flow's call in flight */
+        char *posted_in[EX_POSTS + 1]; /* the sessions it was posted to, NULL-terminated */
+        bool unclear;                  /* a POST had no clear answer: it may have started */
+        struct daytona_call *call;     /* the main flow's call in flight */
         struct daytona_ws *ws;
         struct daytona_log log;
         uint64_t consumed; /* log bytes read */

@@ -64,7 +64,7 @@ log_is(const char *rest, size_t n, const char *word)
         return n == strlen(word) && memcmp(rest, word, n) == 0;
 }
 
-/* A stdout marker after the nonce: " x STATUS", " d" or " f WHAT". false: not ours. */
+/* A stdout marker after the nonce: " x STATUS", " d", " l" or " f WHAT". false: not ours. */
 static bool
 log_stdout_marker(struct daytona_log *l, const char *rest, size_t n)
 {
@@ -72,10 +72,17 @@ log_stdout_marker(struct daytona_log *l, const char *rest, size_t n)
         char tmp[32], *end;
         long v;
 
-        if (log_is(rest, n, " d")) {
-                l->end = DAYTONA_LOG_DUP;
-                s->ended = true;
-                return true;
+        static const struct {
+                const char *word;
+                enum daytona_log_end end;
+        } words[] = {{" d", DAYTONA_LOG_DUP}, {" l", DAYTONA_LOG_EARLIER}};
+
+        for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
+                if (log_is(rest, n, words[i].word)) {
+                        l->end = words[i].end;
+                        s->ended = true;
+                        return true;
+                }
         }
         if (n > 3 && n < sizeof(tmp) && !memcmp(rest, " f ", 3)) {
                 snprintf(l->fail, sizeof(l->fail), "%.*s", (int) (n - 3), rest + 3);

@@ -16,6 +16,7 @@
  * that could be the start of a marker. Markers:
  *   stdout  "<nonce> x <status>\n", then the shell state as od hex lines, then "<nonce> z\n"
  *           "<nonce> d\n"          the exec was started before (a retried request)
+ *           "<nonce> l\n"          a session it was posted to before names it (not started)
  *           "<nonce> f <what>\n"   it could not start: what = cwd | argv | stdin
  *   stderr  "<nonce>\n"
  * The exec has ended when both streams have their marker.
@@ -39,6 +40,7 @@ enum daytona_log_end {
         DAYTONA_LOG_EXITED,  /* status and state are set */
         DAYTONA_LOG_DUP,     /* the wrapper found the exec started already */
         DAYTONA_LOG_NOSTART, /* it could not start: see fail */
+        DAYTONA_LOG_EARLIER, /* a session it was posted to before names it: not started here */
 };
 
 struct daytona_log_stream {

@@ -327,6 +327,58 @@ class TestFlakyLink(FakeTest):
             self.assertEqual(f.read(), "run\n")
         self.c.call("sandbox.destroy", {"id": "once"})
 
+    def test_lost_answer_and_a_restart_do_not_run_twice(self):
+        """The POST's answer is lost and the sandbox stops before the daemon learns whether the
+        command started: after the start it is posted again in a new session, whose wrapper
+        finds the old session's guard file naming it. It does not run again: it ends as lost."""
+        sbx = self.create(name="once-more")
+        box = self.box(sbx)
+        count = os.path.join(box.home, "count")
+        go = threading.Event()
+        self.fake.fail("POST", r"/exec$", reset=True, after=True)
+        held = self.fake.fail("GET", r"/process/session/[^/]+$", hold=go)
+        rid = next(self.c.ids)
+        self.c.send({"jsonrpc": "2.0", "id": rid, "method": "exec",
+                     "params": {"sandbox": "once-more", "command": "echo run >> %s" % count}})
+        try:
+            deadline = time.monotonic() + 30
+            while not (held.held == 1 and os.path.exists(count)):
+                self.assertLess(time.monotonic(), deadline, "the command did not run")
+                time.sleep(0.01)
+            self.fake.stop_sandbox(box.id)  # its sessions and their commands go
+        finally:
+            go.set()
+        resp = self.c.wait_response(rid)
+        with open(count) as f:
+            self.assertEqual(f.read(), "run\n")
+        self.assertIn("error", resp, resp.get("result"))
+        self.assertEqual(resp["error"]["code"], -32005, resp["error"])
+        self.assertRegex(resp["error"]["data"]["detail"],
+                         r"^lost the Daytona command: .*guard file of the session")
+        self.assertEqual(box.state, "started")
+        self.assertEqual(self.exec("once-more", command="echo next")["stdout"], "next\n")
+        self.c.call("sandbox.destroy", {"id": "once-more"})
+
+    def test_lost_answer_and_a_failed_look_run_once(self):
+        """The look for the command after a lost answer fails too, but the sandbox runs: the
+        exec goes again to the session it went to (held back from the pool meanwhile), whose
+        guard names it, and the first command is followed to its end."""
+        sbx = self.create(name="look")
+        count = os.path.join(self.box(sbx).home, "count")
+        self.fake.fail("POST", r"/exec$", reset=True, after=True)
+        look = self.fake.fail("GET", r"/process/session/[^/]+$", status=404)
+        self.mark()
+        r = self.exec("look", command="echo run >> %s; echo done" % count)
+        self.assertEqual((look.hits, r["exit_code"], r["stdout"]), (1, 0, "done\n"))
+        with open(count) as f:
+            self.assertEqual(f.read(), "run\n")
+        # Two POSTs at least (libcurl may send the lost one again on a fresh connection when
+        # it went on a reused one: that second start finds the guard too), all in one session.
+        posts = self.since("POST", r"/process/session/[^/]+/exec$")
+        self.assertGreaterEqual(len(posts), 2)
+        self.assertEqual(len({p[1] for p in posts}), 1, posts)
+        self.c.call("sandbox.destroy", {"id": "look"})
+
     def test_reset_in_the_middle_of_the_output(self):
         self.create(name="reset")
         self.mark()

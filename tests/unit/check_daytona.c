@@ -157,6 +157,13 @@ START_TEST(test_log_dup_nostart_and_flush)
         daytona_log_free(&l);
 
         daytona_log_init(&l, NONCE, got_cb, &g);
+        daytona_log_feed(&l, "\1\1\1" NONCE " l\n\2\2\2" NONCE "\n", 2 * (3 + 32 + 1) + 2);
+        ck_assert(daytona_log_done(&l));
+        ck_assert_int_eq(l.end, DAYTONA_LOG_EARLIER);
+        ck_assert_uint_eq(g.calls, 0);
+        daytona_log_free(&l);
+
+        daytona_log_init(&l, NONCE, got_cb, &g);
         daytona_log_feed(&l, fail, sizeof(fail) - 1);
         ck_assert_int_eq(l.end, DAYTONA_LOG_NOSTART);
         ck_assert_str_eq(l.fail, "cwd");
@@ -227,9 +234,13 @@ END_TEST
 
 static char tmpdir[64];
 
+/* The sessions the next wrapper run's exec was posted to before (NULL: a first post). */
+static const char *const *wrun_earlier;
+
 static void
 cmd_setup(void)
 {
+        wrun_earlier = NULL;
         snprintf(tmpdir, sizeof(tmpdir), "/tmp/check-daytona-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
@@ -450,25 +461,51 @@ guard_pid(const char *exec_id)
         return strcmp(id, exec_id) ? 0 : pid;
 }
 
-/* Writes the session's guard file as the wrapper of another exec would have. */
+/* Writes the guard file of session sid as the wrapper of an exec would have. */
 static void
-guard_write(const char *line)
+guard_write_in(const char *sid, const char *line)
 {
         char path[128];
         int fd;
 
-        snprintf(path, sizeof(path), "%s/" SESSION ".pid", tmpdir);
+        snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, sid);
         fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
         close(fd);
 }
 
-/* The text a session gets for c (new). */
+static void
+guard_write(const char *line)
+{
+        guard_write_in(SESSION, line);
+}
+
+/* The guard file of session sid, read into buf. */
+static void
+slurp_guard(const char *sid, char *buf, size_t size)
+{
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, sid);
+        slurp(path, buf, size);
+}
+
+static void
+unlink_guard(const char *sid)
+{
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/%s.pid", tmpdir, sid);
+        unlink(path);
+}
+
+/* The text a session gets for c (new); wrun_earlier its earlier sessions. */
 static char *
 session_text(const struct daytona_cmd *c)
 {
-        char *cmd = daytona_cmd_build(c), *text = daytona_cmd_in_session(cmd, tmpdir, SESSION);
+        char *cmd = daytona_cmd_build(c);
+        char *text = daytona_cmd_in_session(cmd, tmpdir, SESSION, c->exec_id, wrun_earlier);
 
         free(cmd);
         return text;
@@ -643,6 +680,63 @@ START_TEST(test_cmd_state_merge_and_failures)
         wrun(&w, shells[_i], &c, NULL);
         ck_assert_int_eq(w.l.end, DAYTONA_LOG_DUP);
         wrun_free(&w);
+}
+END_TEST
+
+/* A re-post in another session (the sandbox was started again): the guard file of a session
+ * it was posted to before names it, starting, running or ended there, and it starts nothing
+ * (its own session's line stays another exec's); one naming another exec, or none, and it
+ * runs. A first post's text is the guard file's path and the command, nothing else. */
+START_TEST(test_cmd_guard_earlier_sessions)
+{
+        static const char *const old[] = {"sandboxd-old1", "sandboxd-old2", NULL};
+        static const char *const lines[] = {"- p_again\n", "4321 p_again\n", "= p_again\n"};
+        char *argv[] = {"/bin/sh", "-c", "echo ran", NULL}, *cmd, *text, *want;
+        struct daytona_cmd c = {.cwd = "/", .argv = argv, .envp = env_min, .exec_id = "p_again"};
+        struct buf b = {0};
+        char buf[64];
+        struct wrun w;
+
+        wrun_earlier = old;
+        for (int k = 0; k < 3; k++) {
+                guard_write_in(old[0], "= p_before\n");
+                guard_write_in(old[k % 2], lines[k]); /* in the first or the second */
+                guard_write("= p_prev\n");
+                wrun(&w, shells[_i], &c, NULL);
+                ck_assert_int_eq(w.l.end, DAYTONA_LOG_EARLIER);
+                ck_assert_uint_eq(w.g.calls, 0);
+                slurp_guard(SESSION, buf, sizeof(buf));
+                ck_assert_str_eq(buf, "= p_prev\n");
+                wrun_free(&w);
+        }
+        /* Another exec's line there (with a longer one's tail), or no file: it runs. */
+        guard_write_in(old[0], "= p_x\n8 p_again\n");
+        unlink_guard(old[1]);
+        wrun(&w, shells[_i], &c, NULL);
+        ck_assert_int_eq(w.l.end, DAYTONA_LOG_EXITED);
+        ck_assert(got_is(&w.g, 0, "ran\n"));
+        wrun_free(&w);
+        ck_assert_int_eq(guard_pid("p_again"), 0); /* "= p_again" in its own session now */
+
+        /* A first post (no earlier session, or none but its own) reads no other file. */
+        c.nonce = NONCE;
+        c.dir = tmpdir;
+        cmd = daytona_cmd_build(&c);
+        want = daytona_cmd_pidfile(tmpdir, SESSION);
+        buf_appendf(&b, "g=");
+        daytona_cmd_quote(&b, want);
+        buf_appendf(&b, "\n%s", cmd);
+        for (int k = 0; k < 2; k++) {
+                static const char *const none[] = {NULL};
+                text = daytona_cmd_in_session(cmd, tmpdir, SESSION, c.exec_id, k ? none : NULL);
+                ck_assert_str_eq(text, b.data);
+                ck_assert_ptr_null(strstr(text, "sandboxd-old"));
+                ck_assert_ptr_null(strstr(text, "G="));
+                free(text);
+        }
+        buf_free(&b);
+        free(want);
+        free(cmd);
 }
 END_TEST
 
@@ -994,6 +1088,7 @@ daytona_suite(void)
         tcase_add_checked_fixture(tw, cmd_setup, cmd_teardown);
         tcase_add_loop_test(tw, test_cmd_runs_command, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_state_merge_and_failures, 0, ARRAY_SIZE(shells));
+        tcase_add_loop_test(tw, test_cmd_guard_earlier_sessions, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_killed_says_nothing, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_stdin_file_and_relay, 0, ARRAY_SIZE(shells));
         tcase_add_loop_test(tw, test_cmd_exact_env, 0, ARRAY_SIZE(shells));
