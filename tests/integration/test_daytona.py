@@ -379,6 +379,41 @@ class TestFlakyLink(FakeTest):
         self.assertEqual(len({p[1] for p in posts}), 1, posts)
         self.c.call("sandbox.destroy", {"id": "look"})
 
+    def test_session_of_an_unclear_exec_goes_to_no_other(self):
+        """While an exec whose answer was lost waits for its sandbox to be looked at, another
+        exec gets a session of its own, not the first one's (its wrapper would write over
+        that session's guard line, and the first exec, posted again, could run twice)."""
+        sbx = self.create(name="mine")
+        count = os.path.join(self.box(sbx).home, "count")
+        go = threading.Event()
+        self.fake.fail("POST", r"/exec$", reset=True, after=True)
+        self.fake.fail("GET", r"/process/session/[^/]+$", status=404)
+        held = self.fake.fail("GET", r"/api/sandbox/[^/]+$", hold=go)
+        self.mark()
+        rid = next(self.c.ids)
+        self.c.send({"jsonrpc": "2.0", "id": rid, "method": "exec",
+                     "params": {"sandbox": "mine", "command": "echo run >> %s; echo done" % count}})
+        other = self.daemon.client()
+        try:
+            deadline = time.monotonic() + 30
+            while held.held != 1:
+                self.assertLess(time.monotonic(), deadline, "the sandbox was not looked at")
+                time.sleep(0.01)
+            r = other.call("exec", {"sandbox": "mine", "argv": ["echo", "y"]})
+            self.assertEqual(r["stdout"], "y\n")
+        finally:
+            go.set()
+            other.close()
+        resp = self.c.wait_response(rid)
+        with open(count) as f:
+            self.assertEqual(f.read(), "run\n")
+        self.assertIn("result", resp, resp.get("error"))
+        self.assertEqual((resp["result"]["exit_code"], resp["result"]["stdout"]), (0, "done\n"))
+        sessions = {re.search(r"/session/([^/]+)/exec$", p[1]).group(1)
+                    for p in self.since("POST", r"/process/session/[^/]+/exec$")}
+        self.assertEqual(len(sessions), 2, sessions)  # the first exec's, the other's
+        self.c.call("sandbox.destroy", {"id": "mine"})
+
     def test_reset_in_the_middle_of_the_output(self):
         self.create(name="reset")
         self.mark()
