@@ -49,11 +49,13 @@ struct nsbox {
         int ctl; /* the set-up's control socket, -1 once it reached EOF */
         uv_poll_t poll;
         bool polling, got_ready, exec_ok, ready, released;
+        bool reaping; /* in nsb_exited: a stop from the owner's calls there ends nb after it */
         const char *const *cgroup_procs; /* during the start */
         struct agent_session *session;
         struct agent_transport *t; /* until the session's first connect takes it */
         struct nsinit_plan *plan;  /* for the set-up's errors; freed once ready */
         json_t *info;
+        char *lost;        /* why its link was lost, until it is back (for the end's message) */
         nsbox_ready_cb cb; /* pending start */
         void *ctx;
         void (*stop_cb)(void *ctx);
@@ -287,6 +289,7 @@ nsb_free(struct nsbox *nb)
         if (nb->mntns >= 0)
                 close(nb->mntns);
         free(nb->plan);
+        free(nb->lost);
         json_decref(nb->info);
         free(nb);
 }
@@ -545,7 +548,9 @@ nsb_connect(void *ctx, agent_connect_cb cb, void *cb_ctx)
         if (t)
                 cb(cb_ctx, t, NULL);
         else /* the socketpair was the only way to it: its PID 1 is gone or going */
-                cb(cb_ctx, NULL, "the sandbox's agent closed its stream");
+                cb(cb_ctx, NULL,
+                   "the one stream to the sandbox's agent was closed when its link was lost, "
+                   "and cannot be opened again");
 }
 
 /* The session's word about its link. A session that is gone still holds our reference:
@@ -568,6 +573,12 @@ nsb_link(void *ctx, enum backend_link st, const char *reason)
         }
         if (gone)
                 nb->session = NULL;
+        if (st == BACKEND_LINK_BACK) {
+                free(nb->lost);
+                nb->lost = NULL;
+        } else if (!nb->lost && reason) { /* the first word: what the retries say follows */
+                nb->lost = xstrdup(reason);
+        }
         if (nb->up && nb->up->link) /* may stop nb */
                 nb->up->link(nb->up_ctx, st, reason);
         agent_session_close(gone, NULL, false);
@@ -757,14 +768,19 @@ nsbox_stop(struct nsbox *nb, void (*cb)(void *ctx), void *ctx)
         nb->session = NULL;
         if (s)
                 agent_session_close(s, NULL, true);
+        nb->stop_cb = cb;
+        nb->stop_ctx = ctx;
+        /* Stopped by its owner from inside its own end (an exec that failed with it asks for
+         * a new sandbox): nsbox_reaped still uses nb, and ends it once that is done. */
+        if (nb->reaping)
+                return;
         if (!nb->pid) {
+                nb->stop_cb = NULL;
                 if (!nb->polling)
                         nsb_free(nb);
                 cb(ctx);
                 return;
         }
-        nb->stop_cb = cb;
-        nb->stop_ctx = ctx;
         kill(nb->pid, SIGKILL); /* and its PID 1 with it (PR_SET_PDEATHSIG), and so on */
 }
 
@@ -805,35 +821,51 @@ nsbox_info(const struct nsbox *nb)
         return json_deep_copy(nb->info);
 }
 
-/* It ended by itself: the session ends (-32006 exited), a pending start fails. */
+/* How its PID 1 ended (new), and what the link said before. The agent exits 0 when its
+ * stream closes, as the daemon closes it once the link is lost (sess_lost): that status alone
+ * would blame the sandbox for what the daemon did. */
+static char *
+nsb_end_why(const struct nsbox *nb)
+{
+        bool sig = WIFSIGNALED(nb->status);
+        int n = sig ? WTERMSIG(nb->status) : WEXITSTATUS(nb->status);
+
+        if (!nb->lost)
+                return xasprintf("its PID 1 (the agent) %s %d",
+                                 sig ? "was killed by signal" : "exited with status", n);
+        return xasprintf("its PID 1 (the agent) %s %d after its link was lost (%s)%s",
+                         sig ? "was killed by signal" : "exited with status", n, nb->lost,
+                         !sig && !n ? ": the daemon closes a lost link, and the agent ends with it"
+                                    : "");
+}
+
+/* It ended by itself: the session ends (-32006 exited), a pending start fails. The owner's
+ * calls from here may stop nb (nb->reaping keeps it for nsbox_reaped). */
 static void
 nsb_exited(struct nsbox *nb)
 {
         struct agent_session *s;
         struct sbx_error err = {0};
-        char why[96];
+        char *why;
 
         /* A last word of the set-up explains it better than the exit status. Reading it may
          * fail the start, which closes the session: it is looked at only afterwards. */
         if (nb->cb && nb->polling)
                 nsb_poll_cb(&nb->poll, 0, UV_READABLE);
         s = nb->session;
-        snprintf(why, sizeof(why), "its PID 1 (the agent) %s %d",
-                 WIFSIGNALED(nb->status) ? "was killed by signal" : "exited with status",
-                 WIFSIGNALED(nb->status) ? WTERMSIG(nb->status) : WEXITSTATUS(nb->status));
+        why = nsb_end_why(nb);
         if (nb->cb) {
                 nsb_fail_msg(nb, "the sandbox ended during its set-up", why);
-                return;
-        }
-        nb->session = NULL;
-        if (s) {
+        } else if (s) {
+                nb->session = NULL;
                 sbx_error_set(&err, SBX_E_UNUSABLE, json_pack("{s:s}", "state", "exited"),
                               "the local sandbox is gone: %s", why);
                 agent_session_close(s, &err, true);
                 sbx_error_clear(&err);
-                if (nb->up && nb->up->link)
+                if (nb->up && nb->up->link) /* NULL once the owner stopped nb meanwhile */
                         nb->up->link(nb->up_ctx, BACKEND_LINK_GONE, why);
         }
+        free(why);
 }
 
 /* A reaped child (nsbox.h). */
@@ -845,16 +877,21 @@ nsbox_reaped(pid_t pid, int status)
         LIST_FOREACH_SAFE(pos, tmp, &nsb.all)
         {
                 struct nsbox *nb = LIST_ENTRY(pos, struct nsbox, node);
-                void (*cb)(void *) = nb->stop_cb;
-                void *ctx = nb->stop_ctx;
+                void (*cb)(void *);
+                void *ctx;
                 if (nb->pid != pid)
                         continue;
                 nb->pid = 0;
                 nb->status = status;
-                nb->stop_cb = NULL;
-                if (!cb)
+                if (!nb->stop_cb) {
+                        nb->reaping = true;
                         nsb_exited(nb);
-                else
+                        nb->reaping = false;
+                }
+                cb = nb->stop_cb; /* stopped before, or from inside nsb_exited */
+                ctx = nb->stop_ctx;
+                nb->stop_cb = NULL;
+                if (cb)
                         nsb_ctl_done(nb);
                 if (nb->released && !nb->polling)
                         nsb_free(nb);

@@ -14,7 +14,7 @@ import unittest
 
 from harness import Daemon, needs_root
 from test_identity import NOBODY
-from test_isolation import client_as
+from test_isolation import ISO, client_as
 
 FUSE_LOOKUP, FUSE_INIT = 1, 26
 FUSE_IN_HEADER = struct.Struct("<IIQQIIIHH")  # len opcode unique nodeid uid gid pid
@@ -279,8 +279,8 @@ class DestroyLeavesNothing(unittest.TestCase):
         self.cycle("none", "true %s")
 
 
-def children_of(pid, uid):
-    """The pids of pid's children running as uid."""
+def children_of(pid, uid=None):
+    """The pids of pid's children (running as uid, when given)."""
     found = []
     for d in os.listdir("/proc"):
         try:
@@ -288,7 +288,7 @@ def children_of(pid, uid):
                 st = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
             continue
-        if int(st["PPid"]) == pid and int(st["Uid"].split()[0]) == uid:
+        if int(st["PPid"]) == pid and uid in (None, int(st["Uid"].split()[0])):
             found.append(int(d))
     return set(found)
 
@@ -563,6 +563,52 @@ class HungHostPaths(unittest.TestCase):
         # (its default sandbox is made first: local, whose checks do not touch the path)
         self.hang(NOBODY, lambda p: {"command": "docker run --rm -v %s:/x alpine true" % p},
                   method="exec")
+
+
+def exe_name(pid):
+    """The name of pid's program ("" once it is gone)."""
+    try:
+        return os.path.basename(os.readlink("/proc/%d/exe" % pid))
+    except OSError:
+        return ""
+
+
+class AgentDiesWithExecsWaiting(unittest.TestCase):
+    """The PID 1 of an isolated sandbox (its sandboxd-agent) dies while execs wait for its
+    answer: they fail as "the local sandbox is gone", and the daemon recreates the sandbox
+    for them from inside the sandbox's own end. It used to free that sandbox's namespaces
+    there while their reaping still used them (a use-after-free and a double free: SIGSEGV,
+    the daemon down for everyone); now the execs run in the new sandbox."""
+
+    def setUp(self):
+        self.d = Daemon()
+        self.addCleanup(self.d.stop)  # expects exit 0: a crashed daemon fails here
+        self.c = self.d.client()
+        self.addCleanup(self.c.close)
+
+    def agent(self):
+        """The sandbox's PID 1: the child of the daemon's sandboxd-nsbox child."""
+        nsbox = [p for p in children_of(self.d.proc.pid) if exe_name(p) == "sandboxd-nsbox"]
+        self.assertEqual(len(nsbox), 1, nsbox)
+        pid1 = children_of(nsbox[0])
+        self.assertEqual(len(pid1), 1, pid1)
+        return pid1.pop()
+
+    def test_execs_run_in_the_recreated_sandbox(self):
+        sb = self.c.call("sandbox.create", ISO)
+        agent = self.agent()
+        os.kill(agent, signal.SIGSTOP)  # it reads no START: the execs wait for its answer
+        ids = [self.c.call("exec", {"sandbox": sb["id"], "command": "echo ran %d" % i,
+                                    "background": True})["exec_id"] for i in range(3)]
+        os.kill(agent, signal.SIGKILL)
+        for i, x in enumerate(ids):
+            r = self.c.call("process.wait", {"exec_id": x, "timeout_ms": 30000})
+            self.assertEqual((r["state"], r["exit_code"]), ("exited", 0),
+                             (r, self.d.read_log()))
+            r = self.c.call("process.read", {"exec_id": x})
+            self.assertEqual(r["data"], "ran %d\n" % i, r)
+        self.assertNotEqual(self.agent(), agent)
+        self.assertIn("recreating it", self.d.read_log())
 
 
 if __name__ == "__main__":
