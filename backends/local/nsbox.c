@@ -38,6 +38,9 @@
 #include "protocol/list.h"
 #include "protocol/util.h"
 
+/* Nothing heard from the agent for this long: its link is lost (and the sandbox made anew). */
+#define NSB_LINK_TIMEOUT_MS 120000
+
 #define NSB_STACK (64 * 1024)
 
 struct nsbox {
@@ -743,6 +746,11 @@ started:
                                         &(struct agent_session_config){
                                                 .backend = "local",
                                                 .where = "in the sandbox",
+                                                /* Its only link cannot drop, and counting it
+                                                 * lost ends the sandbox and what runs in it:
+                                                 * a starved host (a CI run on 2 busy cores
+                                                 * went 20 s without an answer) must not. */
+                                                .link_timeout_ms = NSB_LINK_TIMEOUT_MS,
                                         },
                                         &nsb_session_cbs, nb);
         agent_session_open(nb->session);
