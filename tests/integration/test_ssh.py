@@ -17,7 +17,7 @@ import unittest
 
 from harness import (SANDBOXD, Daemon, RpcError, assert_taken_back_whole, b64, class_resource,
                      uniq_secs)
-from ssh_server import Relay, Sshd, kill_under, require_sshd
+from ssh_server import Relay, Sshd, kill_under
 from test_identity import NOBODY, as_nobody
 
 # Short link timing: a dead link is noticed within a second or two.
